@@ -1,0 +1,3 @@
+"""elical: calibrated, annotation-efficient confidence for large language models."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,41 @@
+"""Shared fixtures: the real QA data beside the project, and tiny real models built from a config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """../shared/data (real public QA sets); tests that need it skip when it is absent."""
+    if not (SHARED_DATA / "qa").is_dir():
+        pytest.skip(f"real QA data not found at {SHARED_DATA} (only present beside the project checkout)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    """A word-level tokenizer built locally with `tokenizers`, ChatML template, pad token set."""
+    from tiny import build_tokenizer
+
+    return build_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tiny_tokenizer):
+    """A tiny LlamaForCausalLM with random weights, in eval mode."""
+    from tiny import build_model
+
+    return build_model(tiny_tokenizer, "llama")
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen2(tiny_tokenizer):
+    """A tiny Qwen2ForCausalLM with random weights, in eval mode."""
+    from tiny import build_model
+
+    return build_model(tiny_tokenizer, "qwen2")

@@ -1,0 +1,74 @@
+"""Tiny real Hugging Face models for tests: a byte-level BPE tokenizer trained here, random weights.
+
+Nothing is downloaded: the tokenizer is trained on a few sentences with the `tokenizers` library
+and wrapped as a `PreTrainedTokenizerFast` with a ChatML chat template, like SmolLM2's and Qwen's.
+"""
+
+from __future__ import annotations
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+CORPUS = [
+    "Answer the following question.",
+    "Question: What is the capital of France? Paris is the capital of France.",
+    "Who wrote Hamlet? William Shakespeare wrote Hamlet.",
+    "You are a helpful assistant.",
+    "The quick brown fox jumps over the lazy dog 0 1 2 3 4 5 6 7 8 9.",
+    "Judge whether you can provide a correct answer for the given question.",
+    "Which river flows through Egypt? The Nile. In which year did it happen? 1969.",
+]
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<pad>"]
+
+
+def build_tokenizer(vocab_size: int = 400):
+    """Train a byte-level BPE tokenizer on CORPUS and wrap it for transformers."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(CORPUS, trainer=trainer)
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<|endoftext|>",
+        eos_token="<|im_end|>",
+        pad_token="<pad>",
+        unk_token="<|endoftext|>",
+    )
+    wrapped.chat_template = CHATML_TEMPLATE
+    return wrapped
+
+
+def build_model(tokenizer, arch: str = "llama", seed: int = 0, hidden: int = 32, layers: int = 2):
+    """A tiny causal LM of a real architecture ('llama' or 'qwen2') with seeded random weights."""
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+
+    config_cls = {"llama": LlamaConfig, "qwen2": Qwen2Config}[arch]
+    config = config_cls(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    return model.eval()
