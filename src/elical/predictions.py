@@ -1,0 +1,96 @@
+"""Confidence prediction files: one confidence per record id, with the method and config that made it.
+
+A prediction file is Parquet (``.parquet``), CSV (``.csv``) or JSONL (``.jsonl``) with the columns
+``id`` and ``confidence``. Parquet keeps the method name and the producing config in its schema
+metadata; for CSV and JSONL an optional ``method`` column carries the name. Without any, the file
+stem is the method name.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elical.records import RecordError, atomic_write
+
+
+@dataclass
+class Predictions:
+    """Confidences of one method, keyed by record id."""
+
+    method: str
+    confidence: dict[str, float]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def write_predictions(
+    path: str | os.PathLike,
+    ids: Sequence[str],
+    confidence: Sequence[float],
+    method: str,
+    meta: dict[str, Any] | None = None,
+) -> None:
+    """Write one method's confidences atomically; the suffix picks the format."""
+    import pandas as pd
+
+    if len(ids) != len(confidence):
+        raise ValueError(f"got {len(ids)} ids but {len(confidence)} confidences")
+    path = Path(path)
+    frame = pd.DataFrame({"id": list(ids), "confidence": [float(c) for c in confidence]})
+    with atomic_write(path) as tmp:
+        if path.suffix == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            extra = {b"elical.method": method.encode(), b"elical.meta": json.dumps(meta or {}).encode()}
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
+            pq.write_table(table, tmp)
+        elif path.suffix == ".csv":
+            frame.assign(method=method).to_csv(tmp, index=False)
+        elif path.suffix == ".jsonl":
+            frame.assign(method=method).to_json(tmp, orient="records", lines=True)
+        else:
+            raise ValueError(f"{path}: unknown prediction format (use .parquet, .csv or .jsonl)")
+
+
+def read_predictions(path: str | os.PathLike) -> Predictions:
+    """Read a prediction file, checking ids are unique and confidences lie in [0, 1]."""
+    import pandas as pd
+
+    path = Path(path)
+    method, meta = path.stem, {}
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        schema_meta = table.schema.metadata or {}
+        method = schema_meta.get(b"elical.method", method.encode()).decode()
+        meta = json.loads(schema_meta.get(b"elical.meta", b"{}"))
+        frame = table.to_pandas()
+    elif path.suffix == ".csv":
+        frame = pd.read_csv(path)
+    elif path.suffix == ".jsonl":
+        frame = pd.read_json(path, lines=True)
+    else:
+        raise RecordError(path, None, None, "unknown prediction format (use .parquet, .csv or .jsonl)")
+    for column in ("id", "confidence"):
+        if column not in frame.columns:
+            raise RecordError(path, None, column, f"missing column; found {list(frame.columns)}")
+    if "method" in frame.columns and len(frame):
+        method = str(frame["method"].iloc[0])
+    ids = frame["id"].astype(str).tolist()
+    values = frame["confidence"].astype(float).tolist()
+    seen: set[str] = set()
+    for row, (rid, value) in enumerate(zip(ids, values), start=2 if path.suffix == ".csv" else 1):
+        if rid in seen:
+            raise RecordError(path, row, "id", f"duplicate id {rid!r}")
+        seen.add(rid)
+        if math.isnan(value) or not 0.0 <= value <= 1.0:
+            raise RecordError(path, row, "confidence", f"expected a number in [0, 1], got {value!r}")
+    return Predictions(method=method, confidence=dict(zip(ids, values)), meta=meta)
