@@ -258,8 +258,13 @@ def metric_replicates(
     convention: Convention = "elical",
     seed: int = 0,
     calibration_fraction: float = 0.2,
+    calibration: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Value of metric ``name`` ('auroc', 'ece', 'brier', 'alignment') under each row of ``weights``."""
+    """Value of metric ``name`` ('auroc', 'ece', 'brier', 'alignment') under each row of ``weights``.
+
+    For alignment, each row also gets its own random threshold split (``calibration`` masks, made
+    from ``seed`` unless given), so the interval covers split randomness as well as sampling.
+    """
     conf, y = _check(confidence, correct, unit_interval=name in ("ece", "brier"))
     if name == "auroc":
         return _auroc_kernel(conf, y, weights)
@@ -268,8 +273,9 @@ def metric_replicates(
     if name == "brier":
         return _brier_kernel(conf, y, weights)
     if name == "alignment":
-        masks = calibration_masks(conf.size, weights.shape[0], seed, calibration_fraction, "elical")
-        return _alignment_kernel(conf, y, weights, masks)
+        if calibration is None:
+            calibration = calibration_masks(conf.size, weights.shape[0], seed, calibration_fraction, "elical")
+        return _alignment_kernel(conf, y, weights, calibration)
     raise ValueError(f"unknown metric {name!r} (use auroc, ece, brier or alignment)")
 
 

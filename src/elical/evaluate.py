@@ -1,0 +1,237 @@
+"""Join confidences with records, then score every method on every dataset and dataset group.
+
+The output is a long table with the columns ``method, dataset, group, metric, value, ci_low,
+ci_high``. Dataset groups (in-domain, OOD, multiple-choice) are averages weighted by the number of
+scored questions per dataset; their intervals come from averaging the per-dataset bootstrap
+replicates with the same weights. Every method is resampled with the same bootstrap weights on a
+dataset, so the intervals of two methods are paired.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from elical import metrics
+from elical.confidence import applicable_estimators, score_records
+from elical.predictions import Predictions
+from elical.records import Record
+
+# Dataset name (as in file names) -> evaluation group, after the paper's HonestyBench split.
+DATASET_GROUPS = {
+    **dict.fromkeys(["nq", "tq", "triviaqa", "hq", "hotpotqa", "2wiki", "2wikimultihopqa", "pararel"], "in-domain"),
+    **dict.fromkeys(["squad", "wq", "webquestions", "cwq", "musique", "popqa", "nonambigqa"], "ood"),
+    "mmlu": "mc",
+}
+GROUP_ORDER = ("in-domain", "ood", "mc", "other")
+AVERAGE = "average"
+COLUMNS = ["method", "dataset", "group", "metric", "value", "ci_low", "ci_high"]
+
+
+@dataclass
+class EvalConfig:
+    """Settings of an evaluation; written beside its results."""
+
+    methods: list[str] | None = None  # None: every baseline the records support
+    n_resamples: int = 200
+    level: float = 0.95
+    seed: int = 0
+    ece_bins: int = 10
+    ece_strategy: metrics.BinStrategy = "uniform"
+    alignment_repeats: int = 10
+    alignment_fraction: float = 0.2
+    convention: metrics.Convention = "elical"
+    groups: dict[str, str] = field(default_factory=dict)  # dataset -> group overrides
+
+    @property
+    def ece_name(self) -> str:
+        """ECE's metric name carries its bin count and strategy, so the number never travels without them."""
+        return f"ece@{self.ece_bins}-{self.ece_strategy}" + ("-paper" if self.convention == "paper" else "")
+
+    def group_of(self, dataset: str) -> str:
+        """The evaluation group of a dataset (config overrides first, then the paper's split)."""
+        return self.groups.get(dataset) or DATASET_GROUPS.get(dataset.lower(), "other")
+
+
+@dataclass
+class MethodScores:
+    """One method's confidences and the greedy correctness on one dataset (missing ones removed)."""
+
+    confidence: np.ndarray
+    correct: np.ndarray
+    missing: int
+
+
+@dataclass
+class Evaluation:
+    """The metrics table plus what produced it and what was left out."""
+
+    table: pd.DataFrame
+    scores: dict[str, dict[str, MethodScores]]
+    config: EvalConfig
+    notes: list[str]
+
+    def to_config_dict(self) -> dict:
+        return {"config": asdict(self.config), "notes": self.notes}
+
+
+def collect_scores(
+    records: Sequence[Record], predictions: Sequence[Predictions], config: EvalConfig
+) -> tuple[dict[str, dict[str, MethodScores]], list[str]]:
+    """Confidences of every method, split by dataset; checks inputs before scoring anything."""
+    notes: list[str] = []
+    failed = [r for r in records if r.failed]
+    if failed:
+        notes.append(f"{len(failed)} record(s) marked failed during annotation are left out")
+    usable = [r for r in records if not r.failed]
+    unlabeled = [r for r in usable if r.greedy_correct is None]
+    if unlabeled:
+        raise ValueError(
+            f"{len(unlabeled)} of {len(usable)} records have no greedy correctness ('greedy_correctness'), "
+            f"which evaluation scores against (first: id {unlabeled[0].id}, dataset {unlabeled[0].dataset}); "
+            "annotate them with a judge first"
+        )
+    if not usable:
+        raise ValueError("no records to evaluate")
+
+    if config.methods is None:
+        estimators, skipped = applicable_estimators(usable)
+        notes.extend(f"{name} skipped: {why}" for name, why in skipped.items())
+        baseline_scores = score_records(usable, estimators)
+    else:
+        baseline_scores = score_records(usable, config.methods)
+
+    all_scores = dict(baseline_scores)
+    ids = [r.id for r in usable]
+    for pred in predictions:
+        if pred.method in all_scores:
+            raise ValueError(f"two score sources are both called {pred.method!r}; rename one prediction file")
+        values = np.array([pred.confidence.get(i, math.nan) for i in ids])
+        matched = int(np.isfinite(values).sum())
+        if matched == 0:
+            raise ValueError(
+                f"predictions {pred.method!r} share no ids with the records; were they made from the same records?"
+            )
+        if matched < len(ids):
+            notes.append(f"{pred.method}: {len(ids) - matched} of {len(ids)} records have no prediction")
+        all_scores[pred.method] = values
+
+    datasets = sorted({r.dataset for r in usable})
+    dataset_of = np.array([r.dataset for r in usable])
+    correct = np.array([r.greedy_correct for r in usable], dtype=float)
+    out: dict[str, dict[str, MethodScores]] = {}
+    for method, values in all_scores.items():
+        out[method] = {}
+        for dataset in datasets:
+            in_dataset = dataset_of == dataset
+            valid = in_dataset & np.isfinite(values)
+            missing = int(in_dataset.sum() - valid.sum())
+            if missing and method in baseline_scores:
+                notes.append(f"{method} on {dataset}: {missing} record(s) gave no usable score (counted as missing)")
+            out[method][dataset] = MethodScores(values[valid], correct[valid], missing)
+    return out, notes
+
+
+def _seed_for(config: EvalConfig, dataset: str) -> int:
+    digest = hashlib.sha1(f"{config.seed}:{dataset}".encode()).hexdigest()
+    return int(digest[:8], 16)
+
+
+class _Resampler:
+    """Bootstrap weights and alignment splits per (dataset, size), shared by all methods."""
+
+    def __init__(self, config: EvalConfig):
+        self.config = config
+        self._cache: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def weights(self, dataset: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+        key = (dataset, n)
+        if key not in self._cache:
+            seed = _seed_for(self.config, dataset)
+            self._cache[key] = (
+                metrics.bootstrap_weights(n, self.config.n_resamples, seed),
+                metrics.calibration_masks(n, self.config.n_resamples, seed + 1, self.config.alignment_fraction, "elical"),
+            )
+        return self._cache[key]
+
+
+def _dataset_metrics(
+    scores: MethodScores, dataset: str, config: EvalConfig, resampler: _Resampler
+) -> dict[str, tuple[float, np.ndarray]]:
+    """Point value and bootstrap replicates of each metric on one dataset."""
+    conf, y = scores.confidence, scores.correct
+    n = conf.size
+    nan = (math.nan, np.full(config.n_resamples, math.nan))
+    if n == 0:
+        return {"auroc": nan, config.ece_name: nan, "brier": nan, "alignment": nan}
+    weights, masks = resampler.weights(dataset, n)
+    single_class = y.min() == y.max()
+    unit = conf.min() >= 0 and conf.max() <= 1
+    result: dict[str, tuple[float, np.ndarray]] = {}
+    result["auroc"] = nan if single_class else (
+        metrics.auroc(conf, y), metrics.metric_replicates("auroc", conf, y, weights)
+    )
+    if unit:
+        ece_kwargs = dict(n_bins=config.ece_bins, strategy=config.ece_strategy, convention=config.convention)
+        result[config.ece_name] = (
+            metrics.ece(conf, y, **ece_kwargs),
+            metrics.metric_replicates("ece", conf, y, weights, **ece_kwargs),
+        )
+        result["brier"] = (metrics.brier(conf, y), metrics.metric_replicates("brier", conf, y, weights))
+    else:  # e.g. raw log-probabilities: rankable, but not probabilities
+        result[config.ece_name] = result["brier"] = nan
+    if n >= 5:
+        point = metrics.alignment(
+            conf, y, config.alignment_repeats, config.seed, config.alignment_fraction, config.convention
+        ).mean
+        result["alignment"] = (point, metrics.metric_replicates("alignment", conf, y, weights, calibration=masks))
+    else:
+        result["alignment"] = nan
+    return result
+
+
+def _weighted_average(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Size-weighted mean over datasets (axis 0), ignoring datasets where the metric is undefined."""
+    finite = np.isfinite(values)
+    w = np.where(finite, sizes[:, None] if values.ndim == 2 else sizes, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (np.where(finite, values, 0.0) * w).sum(axis=0) / w.sum(axis=0)
+
+
+def evaluate(
+    records: Sequence[Record], predictions: Sequence[Predictions] = (), config: EvalConfig | None = None
+) -> Evaluation:
+    """Score every method on every dataset and group; returns the long metrics table."""
+    config = config or EvalConfig()
+    scores, notes = collect_scores(records, predictions, config)
+    resampler = _Resampler(config)
+    rows: list[dict] = []
+    for method, by_dataset in scores.items():
+        per_group: dict[str, list[tuple[int, dict[str, tuple[float, np.ndarray]]]]] = {}
+        for dataset, dataset_scores in by_dataset.items():
+            group = config.group_of(dataset)
+            values = _dataset_metrics(dataset_scores, dataset, config, resampler)
+            per_group.setdefault(group, []).append((dataset_scores.confidence.size, values))
+            for metric, (point, replicates) in values.items():
+                low, high = metrics.percentile_interval(replicates, config.level)
+                rows.append(dict(method=method, dataset=dataset, group=group, metric=metric,
+                                 value=point, ci_low=low, ci_high=high))
+            rows.append(dict(method=method, dataset=dataset, group=group, metric="n",
+                             value=float(dataset_scores.confidence.size), ci_low=math.nan, ci_high=math.nan))
+            rows.append(dict(method=method, dataset=dataset, group=group, metric="missing",
+                             value=float(dataset_scores.missing), ci_low=math.nan, ci_high=math.nan))
+        for group, members in per_group.items():
+            sizes = np.array([size for size, _ in members], dtype=float)
+            for metric in members[0][1]:
+                points = np.array([values[metric][0] for _, values in members])
+                replicates = np.stack([values[metric][1] for _, values in members])
+                low, high = metrics.percentile_interval(_weighted_average(replicates, sizes), config.level)
+                rows.append(dict(method=method, dataset=AVERAGE, group=group, metric=metric,
+                                 value=float(_weighted_average(points, sizes)), ci_low=low, ci_high=high))
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    return Evaluation(table=table, scores=scores, config=config, notes=notes)
