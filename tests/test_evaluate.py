@@ -1,0 +1,140 @@
+"""Evaluation: joins, group averages, notes, and `elical evaluate` end to end on real questions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from elical import metrics
+from elical.cli import app
+from elical.evaluate import AVERAGE, COLUMNS, EvalConfig, evaluate
+from elical.predictions import Predictions, read_predictions, write_predictions
+from elical.records import write_jsonl
+from elical.synthetic import synthetic_records
+
+QA_FILES = {"nq": "nq_test", "pararel": "pararel_test", "popqa": "popqa_test", "squad": "squad_dev"}
+
+
+def toy_questions(n: int, prefix: str) -> list[tuple[str, list[str]]]:
+    return [(f"{prefix} question {i}?", [f"answer {i}"]) for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def toy_records():
+    return synthetic_records(toy_questions(120, "a"), "nq", seed=1) + synthetic_records(
+        toy_questions(60, "b"), "hq", seed=2
+    ) + synthetic_records(toy_questions(80, "c"), "popqa", seed=3)
+
+
+def value(table: pd.DataFrame, method: str, dataset: str, metric: str, group: str | None = None) -> float:
+    rows = table[(table.method == method) & (table.dataset == dataset) & (table.metric == metric)]
+    if group:
+        rows = rows[rows.group == group]
+    assert len(rows) == 1, rows
+    return float(rows.value.iloc[0])
+
+
+def test_dataset_values_match_metrics_and_groups_are_size_weighted(toy_records):
+    result = evaluate(toy_records, config=EvalConfig(methods=["Consis-Sem"], n_resamples=50))
+    table = result.table
+    assert list(table.columns) == COLUMNS
+    nq = [r for r in toy_records if r.dataset == "nq"]
+    conf = [np.mean(r.sample_consistent) for r in nq]
+    assert value(table, "Consis-Sem", "nq", "auroc") == pytest.approx(
+        metrics.auroc(conf, [r.greedy_correct for r in nq])
+    )
+    nq_auc, hq_auc = value(table, "Consis-Sem", "nq", "auroc"), value(table, "Consis-Sem", "hq", "auroc")
+    assert value(table, "Consis-Sem", AVERAGE, "auroc", "in-domain") == pytest.approx((120 * nq_auc + 60 * hq_auc) / 180)
+    assert set(table.group) == {"in-domain", "ood"}
+    assert value(table, "Consis-Sem", AVERAGE, "auroc", "ood") == value(table, "Consis-Sem", "popqa", "auroc")
+    ci = table[table.metric.isin(["auroc", "brier", "alignment", "ece@10-uniform"])]
+    assert ((ci.ci_low <= ci.value + 1e-12) & (ci.value <= ci.ci_high + 1e-12)).all()
+
+
+def test_predictions_join_by_id_and_report_missing(toy_records):
+    shuffled = list(reversed(toy_records))[:-10]  # order must not matter; 10 ids without prediction
+    pred = Predictions("EliCal", {r.id: float(r.greedy_correct) * 0.8 + 0.1 for r in shuffled})
+    result = evaluate(toy_records, [pred], EvalConfig(methods=[], n_resamples=20))
+    assert value(result.table, "EliCal", "nq", "auroc") == 1.0
+    assert any("EliCal: 10 of 260 records have no prediction" in note for note in result.notes)
+    assert value(result.table, "EliCal", "nq", "missing") == 10
+
+
+def test_prediction_errors(toy_records):
+    with pytest.raises(ValueError, match="share no ids"):
+        evaluate(toy_records, [Predictions("X", {"nope": 0.5})], EvalConfig(methods=[]))
+    with pytest.raises(ValueError, match="both called 'Consis-Sem'"):
+        evaluate(toy_records, [Predictions("Consis-Sem", {r.id: 0.5 for r in toy_records})],
+                 EvalConfig(methods=["Consis-Sem"]))
+
+
+def test_failed_records_are_left_out_with_a_note_and_unlabeled_ones_stop(toy_records):
+    records = synthetic_records(toy_questions(40, "d"), "nq", seed=4)
+    records[0].failure = "CUDA out of memory (after 3 tries)"
+    result = evaluate(records, config=EvalConfig(methods=["Prob"], n_resamples=10))
+    assert value(result.table, "Prob", "nq", "n") == 39
+    assert "1 record(s) marked failed" in result.notes[0]
+    records[1].greedy_correct = None
+    with pytest.raises(ValueError, match="1 of 39 records have no greedy correctness"):
+        evaluate(records, config=EvalConfig(methods=["Prob"]))
+
+
+def test_prediction_file_round_trip_and_validation(tmp_path):
+    for suffix in (".parquet", ".csv", ".jsonl"):
+        path = tmp_path / f"elical-1k{suffix}"
+        write_predictions(path, ["a", "b"], [0.25, 1.0], "EliCal (1k)", {"seed": 3})
+        pred = read_predictions(path)
+        assert pred.method == "EliCal (1k)" and pred.confidence == {"a": 0.25, "b": 1.0}
+    assert read_predictions(tmp_path / "elical-1k.parquet").meta == {"seed": 3}
+    (tmp_path / "bad.csv").write_text("id,confidence\na,0.5\nb,1.7\n")
+    with pytest.raises(ValueError, match=r"bad.csv:3: field 'confidence': expected a number in \[0, 1\]"):
+        read_predictions(tmp_path / "bad.csv")
+
+
+@pytest.fixture(scope="module")
+def real_record_files(shared_data, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("records")
+    for seed, (dataset, stem) in enumerate(QA_FILES.items()):
+        rows = [json.loads(line) for line in open(shared_data / "qa" / f"{stem}.jsonl", encoding="utf-8")][:90]
+        records = synthetic_records([(r["question"], r["answer"]) for r in rows], dataset, seed=seed)
+        write_jsonl(records, folder / f"{stem}.jsonl", fmt="honestybench")
+    return folder
+
+
+def test_cli_evaluate_end_to_end_on_real_questions(real_record_files, tmp_path):
+    from elical.records import read_records
+
+    records = read_records(real_record_files)
+    assert len(records) == 360
+    write_predictions(tmp_path / "oracle.parquet", [r.id for r in records],
+                      [0.1 + 0.8 * r.greedy_correct for r in records], "Oracle")
+    out = tmp_path / "eval"
+    result = CliRunner().invoke(app, ["evaluate", str(real_record_files), "-p", str(tmp_path / "oracle.parquet"),
+                                      "--out", str(out), "--resamples", "50"])
+    assert result.exit_code == 0, result.output
+    assert "AUROC x100" in result.output and "Oracle" in result.output
+    table = pd.read_csv(out / "metrics.csv")
+    assert list(table.columns) == COLUMNS
+    assert set(table.dataset) == {"nq", "pararel", "popqa", "squad", AVERAGE}
+    assert set(table.method) == {"Prob", "N-Prob", "Consis-Lex", "Consis-Sem", "Oracle"}  # no verbal in HB files
+    assert value(table, "Oracle", AVERAGE, "auroc", "ood") == 1.0
+    assert 0.5 < value(table, "Consis-Sem", AVERAGE, "auroc", "in-domain") < 1.0
+    markdown = (out / "table.md").read_text()
+    assert "| Method | In-domain: NQ | In-domain: ParaRel | In-domain: Avg | OOD: SQuAD | OOD: PopQA | OOD: Avg |" in markdown
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    assert "reliability_consis-sem.png" in figures and "auroc_by_dataset.png" in figures
+    assert all((out / "figures" / name).stat().st_size > 5000 for name in figures)
+    provenance = json.loads((out / "evaluation.json").read_text())
+    assert provenance["config"]["n_resamples"] == 50 and provenance["versions"]["numpy"]
+
+
+def test_cli_evaluate_bad_input_is_one_clear_line(tmp_path):
+    bad = tmp_path / "nq_test.jsonl"
+    bad.write_text('{"question": "q?", "answer": ["a"], "greedy_response": ["a"], "greedy_correctness": 3}\n')
+    result = CliRunner().invoke(app, ["evaluate", str(bad), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "nq_test.jsonl:1: field 'greedy_correctness': expected 0 or 1, got 3" in " ".join(result.output.split())

@@ -1,0 +1,145 @@
+"""HonestyBench JSONL <-> Record <-> Parquet round trips and the errors bad input must give."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elical.records import (
+    HB_FIELDS,
+    Record,
+    RecordError,
+    dataset_and_split_from_path,
+    read_jsonl,
+    read_parquet,
+    read_records,
+    record_id,
+    write_jsonl,
+    write_parquet,
+)
+
+
+def hb_row(k: int = 3, **overrides) -> dict:
+    """One row in the released HonestyBench layout (field order as released)."""
+    row = {
+        "question": "who wrote hamlet?",
+        "answer": ["William Shakespeare", "Shakespeare"],
+        "greedy_response": ["Hamlet was written by William Shakespeare."],
+        "greedy_correctness": 1,
+        "greedy_tokens": [["Ham", "let", " was", " written"]],
+        "greedy_cumulative_logprobs": [-0.7123456789012345],
+        "greedy_logprobs": [[-0.1, -0.0123456789, -0.5, -0.1]],
+        "sampling_response": [f"sample {i}" for i in range(k)],
+        "sampling_correctness": [1, 0, 1][:k],
+        "consistency_judgement": [1, 1, 0][:k],
+    }
+    row.update(overrides)
+    return row
+
+
+def write_lines(path, rows) -> None:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows))
+
+
+def test_honestybench_round_trip_is_byte_identical(tmp_path):
+    rows = [hb_row(), hb_row(question="¿Dónde está Zürich?", answer=["Schweiz"], greedy_correctness=0)]
+    source = tmp_path / "nq_test.jsonl"
+    write_lines(source, rows)
+    records = read_jsonl(source)
+    assert [r.dataset for r in records] == ["nq", "nq"] and records[0].split == "test"
+    assert records[0].greedy_response == "Hamlet was written by William Shakespeare."
+    assert records[0].sample_consistent == [1, 1, 0]
+    copy = tmp_path / "copy.jsonl"
+    write_jsonl(records, copy, fmt="honestybench")
+    assert copy.read_bytes() == source.read_bytes()
+    assert list(json.loads(copy.read_text().splitlines()[0])) == list(HB_FIELDS)
+
+
+def test_unknown_fields_survive_a_round_trip(tmp_path):
+    source = tmp_path / "x.jsonl"
+    write_lines(source, [hb_row(source_id="q-17", annotator={"name": "a"})])
+    copy = tmp_path / "y.jsonl"
+    write_jsonl(read_jsonl(source), copy, fmt="honestybench")
+    assert json.loads(copy.read_text()) == hb_row(source_id="q-17", annotator={"name": "a"})
+
+
+def test_elical_jsonl_and_parquet_keep_everything(tmp_path):
+    record = Record(
+        question="q?", answers=["a"], dataset="popqa", split="dev", prompt="<|im_start|>user\nq?",
+        greedy_response="a", greedy_tokens=["a"], greedy_logprobs=[-0.25], greedy_correct=1,
+        samples=["a", "b"], sample_logprobs=[[-0.1], [-2.0, -0.5]], sample_correct=[1, 0],
+        sample_consistent=[1, 0], verbal={"verbal-0": "0.7"}, generation={"temperature": 1.0, "k": 2},
+        failure=None, extra={"note": "x"},
+    )
+    write_jsonl([record], tmp_path / "r.jsonl")
+    write_parquet([record], tmp_path / "r.parquet")
+    from_jsonl = read_jsonl(tmp_path / "r.jsonl")[0]
+    from_parquet = read_parquet(tmp_path / "r.parquet")[0]
+    assert from_jsonl.greedy_cumulative_logprob == -0.25  # written from the token log-probs
+    from_jsonl.greedy_cumulative_logprob = None
+    assert from_jsonl == record
+    assert from_parquet == record
+
+
+def test_ids_are_stable_and_duplicates_get_distinct_ids(tmp_path):
+    assert record_id("nq", "who?") == record_id("nq", "who?") != record_id("tq", "who?")
+    source = tmp_path / "nq_test.jsonl"
+    write_lines(source, [hb_row(), hb_row()])
+    ids = [r.id for r in read_records(source)]
+    assert ids[0] == record_id("nq", "who wrote hamlet?") and ids[1] == ids[0] + "-2"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("nq_test.jsonl", ("nq", "test")), ("hq_dev.parquet", ("hq", "dev")),
+    ("2wiki_dev.jsonl", ("2wiki", "dev")), ("popqa.jsonl", ("popqa", "test")),
+])
+def test_dataset_and_split_from_file_name(name, expected):
+    assert dataset_and_split_from_path(name) == expected
+
+
+BAD_ROWS = [
+    ('{"question": "q", "answer": ["a"]', None, "malformed JSON"),
+    (hb_row(answer=None) | {"answer": None}, "answer", "list of strings"),
+    ({k: v for k, v in hb_row().items() if k != "answer"}, "answer", "missing"),
+    ({k: v for k, v in hb_row().items() if k != "question"}, "question", "missing"),
+    (hb_row(sampling_correctness=[1, 0]), "sampling_correctness", "expected 3 values"),
+    (hb_row(consistency_judgement=[1, 2, 0]), "consistency_judgement", "only 0/1 values, got 2 at position 1"),
+    (hb_row(sampling_correctness=[1, 0.5, 0]), "sampling_correctness", "only 0/1"),
+    (hb_row(greedy_correctness="yes"), "greedy_correctness", "expected 0 or 1"),
+    (hb_row(greedy_response="bare string"), "greedy_response", "exactly one element"),
+    (hb_row(greedy_logprobs=[[-0.1, -0.2]]), "greedy_logprobs", "one log-prob per greedy token"),
+    (hb_row(greedy_logprobs=[[-0.1, 0.5, -0.1, -0.1]]), "greedy_logprobs", "<= 0"),
+    ("[1, 2]", None, "expected a JSON object"),
+]
+
+
+@pytest.mark.parametrize("bad, field, message", BAD_ROWS)
+def test_invalid_rows_name_file_line_and_field(tmp_path, bad, field, message):
+    path = tmp_path / "nq_test.jsonl"
+    write_lines(path, [hb_row(), bad])
+    with pytest.raises(RecordError) as info:
+        read_jsonl(path)
+    err = info.value
+    assert (err.line, err.field) == (2, field)
+    assert message in str(err) and str(path) in str(err) and ":2:" in str(err)
+
+
+def test_skip_invalid_skips_and_reports_where(tmp_path):
+    path = tmp_path / "nq_test.jsonl"
+    write_lines(path, [hb_row(), hb_row(consistency_judgement=[1]), "not json", hb_row(question="second?")])
+    with pytest.warns(UserWarning, match=r"skipped 2 invalid row\(s\)") as caught:
+        records = read_records(path, skip_invalid=True)
+    assert [r.question for r in records] == ["who wrote hamlet?", "second?"]
+    text = str(caught[0].message)
+    assert f"{path}:2" in text and f"{path}:3" in text
+
+
+def test_missing_file_and_non_record_parquet(tmp_path):
+    with pytest.raises(FileNotFoundError, match="record file not found"):
+        read_records(tmp_path / "nope.jsonl")
+    import pandas as pd
+
+    pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "other.parquet")
+    with pytest.raises(RecordError, match="question"):
+        read_parquet(tmp_path / "other.parquet")
