@@ -1,0 +1,210 @@
+"""Hugging Face transformers backend: batched, left-padded, chat-templated generation.
+
+The k samples of a prompt share one prefill: the prompt (all but its last token) runs through the
+model once, its KV cache is repeated k times, and ``generate`` continues from it. Token log-probs
+come from the model's raw next-token distribution (recorded before any repetition penalty,
+temperature or top-k/top-p), so they equal one forward pass over prompt + answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt
+
+
+class _RawLogprobs:
+    """Logits processor placed first: keeps log-softmax of the raw scores, gathers the chosen token
+    at the next step (whose input ids end with it), so only one step's distribution is held."""
+
+    def __init__(self) -> None:
+        self.previous = None
+        self.steps: list[Any] = []
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        if self.previous is not None:
+            self.steps.append(self.previous.gather(1, input_ids[:, -1:]).squeeze(1))
+        self.previous = torch.log_softmax(scores.float(), dim=-1)
+        return scores
+
+    def finish(self, last_tokens):
+        """Gather the last step with the last generated tokens; returns (batch, steps) or None."""
+        import torch
+
+        if self.previous is not None:
+            self.steps.append(self.previous.gather(1, last_tokens[:, None]).squeeze(1))
+            self.previous = None
+        return torch.stack(self.steps, dim=1) if self.steps else None
+
+
+class HFBackend(Backend):
+    """Generate with an in-memory transformers model (or load one by path/alias)."""
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        batch_size: int = 64,
+        shared_prefix: bool = True,
+        system_prompt_supported: bool = True,
+        model_name: str | None = None,
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.shared_prefix = shared_prefix
+        self.model_name = model_name or getattr(model.config, "_name_or_path", "") or type(model).__name__
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        eos = {tokenizer.eos_token_id}
+        config_eos = getattr(model.generation_config, "eos_token_id", None)
+        eos.update(config_eos if isinstance(config_eos, list) else [config_eos])
+        self.stop_ids = sorted(int(e) for e in eos if e is not None)
+        # transformers >= 5.2x names the KV-cache argument `cache`; older 5.x call it `past_key_values`.
+        params = inspect.signature(model.forward).parameters
+        self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
+
+    @classmethod
+    def from_pretrained(cls, spec: str, dtype: str = "auto", device: str = "auto", **kwargs: Any) -> "HFBackend":
+        """Load a model by alias (``smollm2``), GGUF path, folder or cached name."""
+        from elical.annotate.models import load_causal_lm
+
+        model, tokenizer, source = load_causal_lm(spec, dtype=dtype, device=device)
+        return cls(model, tokenizer, model_name=source.name, **kwargs)
+
+    # ------------------------------------------------------------------ prompts
+
+    def render(self, prompt: Prompt) -> str:
+        if isinstance(prompt, str):
+            return prompt
+        if getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(list(prompt), tokenize=False, add_generation_prompt=True)
+        return super().render(prompt) + "\nassistant: "
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "model": self.model_name,
+            "dtype": str(self.model.dtype).replace("torch.", ""),
+            "shared_prefix": self.shared_prefix,
+        }
+
+    def encode(self, prompts: Sequence[Prompt]):
+        """Left-padded token ids and mask for a batch of prompts (on the model's device)."""
+        texts = [self.render(p) for p in prompts]
+        templated = not all(isinstance(p, str) for p in prompts)
+        side = self.tokenizer.padding_side
+        self.tokenizer.padding_side = "left"
+        try:
+            batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=not templated)
+        finally:
+            self.tokenizer.padding_side = side
+        return batch["input_ids"].to(self.model.device), batch["attention_mask"].to(self.model.device)
+
+    # ------------------------------------------------------------------ generation
+
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings = GREEDY) -> list[Generation]:
+        out: list[Generation] = []
+        per_call = max(1, self.batch_size // settings.n)
+        for start in range(0, len(prompts), per_call):
+            out.extend(self._generate_batch(prompts[start : start + per_call], settings))
+        return out
+
+    def _processors(self, settings: GenerationSettings, recorder: _RawLogprobs):
+        from transformers import LogitsProcessorList
+        from transformers.generation.logits_process import (
+            RepetitionPenaltyLogitsProcessor,
+            TemperatureLogitsWarper,
+            TopKLogitsWarper,
+            TopPLogitsWarper,
+        )
+
+        processors: list[Any] = [recorder]
+        if settings.repetition_penalty != 1.0:
+            processors.append(RepetitionPenaltyLogitsProcessor(settings.repetition_penalty))
+        if settings.do_sample:
+            if settings.temperature != 1.0:
+                processors.append(TemperatureLogitsWarper(settings.temperature))
+            if settings.top_k:
+                processors.append(TopKLogitsWarper(settings.top_k))
+            if settings.top_p < 1.0:
+                processors.append(TopPLogitsWarper(settings.top_p))
+        return LogitsProcessorList(processors)
+
+    def _generate_batch(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Generation]:
+        import torch
+        from transformers import GenerationConfig
+
+        input_ids, attention_mask = self.encode(prompts)
+        n = settings.n
+        recorder = _RawLogprobs()
+        # Everything decoding-related is set here and in our processors, never taken from the model's
+        # own generation_config (Qwen's ships temperature 0.7 and repetition penalty 1.05).
+        neutral = {"temperature": 1.0, "top_k": 0, "top_p": 1.0} if settings.do_sample else {}
+        config = GenerationConfig(
+            do_sample=settings.do_sample,
+            max_new_tokens=settings.max_new_tokens,
+            repetition_penalty=1.0,
+            num_return_sequences=1,
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=self.stop_ids,
+            **neutral,
+        )
+        kwargs: dict[str, Any] = {}
+        with torch.inference_mode():
+            if n > 1 and self.shared_prefix and input_ids.shape[1] > 1:
+                kwargs[self._cache_kwarg] = self._prefill(input_ids[:, :-1], attention_mask[:, :-1], n)
+            if n > 1:
+                input_ids = input_ids.repeat_interleave(n, dim=0)
+                attention_mask = attention_mask.repeat_interleave(n, dim=0)
+            seed_text = "\x1e".join(self.render(p) for p in prompts)
+            torch.manual_seed(settings.seed + int(hashlib.sha1(seed_text.encode()).hexdigest()[:8], 16))
+            sequences = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                generation_config=config,
+                logits_processor=self._processors(settings, recorder),
+                **kwargs,
+            )
+            logprobs = recorder.finish(sequences[:, -1]) if sequences.shape[1] > input_ids.shape[1] else None
+        new_tokens = sequences[:, input_ids.shape[1] :].tolist()
+        table = logprobs.tolist() if logprobs is not None else [[] for _ in new_tokens]
+        return [self._to_generation(ids, lps, settings.logprobs) for ids, lps in zip(new_tokens, table)]
+
+    def _prefill(self, input_ids, attention_mask, n: int):
+        """Run the shared prompt prefix once and repeat its KV cache for the n samples."""
+        from transformers import DynamicCache
+
+        position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        cache = DynamicCache(config=self.model.config)
+        self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            use_cache=True,
+            **{self._cache_kwarg: cache},
+            logits_to_keep=1,
+        )
+        cache.batch_repeat_interleave(n)
+        return cache
+
+    def _to_generation(self, ids: list[int], logprobs: list[float], keep_logprobs: bool) -> Generation:
+        stop = set(self.stop_ids)
+        end = next((i for i, t in enumerate(ids) if t in stop), None)
+        finish = "stop" if end is not None else "length"
+        ids = ids[:end] if end is not None else ids
+        tokens = [self.tokenizer.decode([t]) for t in ids]
+        text = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        return Generation(
+            text=text,
+            tokens=tokens,
+            token_logprobs=[float(v) for v in logprobs[: len(ids)]] if keep_logprobs else None,
+            finish_reason=finish,
+        )

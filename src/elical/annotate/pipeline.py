@@ -1,0 +1,257 @@
+"""The annotation run: items -> greedy + k samples -> judgements -> Records, in resumable shards.
+
+Output folder layout::
+
+    out_dir/annotate.yaml                    the AnnotateConfig of the run
+    out_dir/meta.json                        versions, backend, judges, judge-call counters
+    out_dir/shards/part-IofN-00000.parquet   records, one file per chunk (written by atomic rename)
+    out_dir/shards/expected-IofN.json        ids shard I of N must hold (merge checks against it)
+    out_dir/records.parquet                  all records (written when the run covers every shard)
+
+Rerunning the same command skips the questions already in shard files, so a killed run loses at most
+its current chunk. A question whose generation keeps failing is recorded with ``failure`` set.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from elical.annotate.backends.base import Backend, Generation, GenerationSettings, Prompt, group
+from elical.annotate.config import AnnotateConfig
+from elical.annotate.judges import CachedJudge, Judge, JudgeCache, JudgeQuery, JudgeStats
+from elical.annotate.prompts import qa_prompt, verbal_prompt
+from elical.data.items import QAItem, parse_shard, select_shard
+from elical.records import Record, atomic_write, read_parquet, write_parquet
+
+
+@dataclass
+class Judges:
+    """The judge of correctness (answer vs gold) and of consistency (sample vs greedy answer)."""
+
+    correctness: Judge
+    consistency: Judge
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        out = {}
+        for task, judge in (("correctness", self.correctness), ("consistency", self.consistency)):
+            if isinstance(judge, CachedJudge):
+                out[task] = judge.all_stats()
+            elif isinstance(getattr(judge, "stats", None), JudgeStats):
+                out[task] = judge.stats.as_dict()
+        return out
+
+
+def _versions() -> dict[str, str]:
+    import torch
+    import transformers
+
+    from elical import __version__
+
+    return {"elical": __version__, "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version()}
+
+
+# ---------------------------------------------------------------------------- generation with retries
+
+
+def generate_safely(
+    backend: Backend, prompts: Sequence[Prompt], settings: GenerationSettings, retries: int
+) -> list[list[Generation] | str]:
+    """Per prompt, its n generations or the reason it failed: the batch is tried once, then each
+    prompt of a failed batch alone, up to ``retries`` more times."""
+    try:
+        return list(group(backend.generate(prompts, settings), settings.n))
+    except Exception as err:  # noqa: BLE001 - any backend error is retried per question, then recorded
+        batch_error = f"{type(err).__name__}: {err}"
+    out: list[list[Generation] | str] = []
+    for prompt in prompts:
+        reason = batch_error
+        for _ in range(max(1, retries)):
+            try:
+                out.append(group(backend.generate([prompt], settings), settings.n)[0])
+                break
+            except Exception as err:  # noqa: BLE001
+                reason = f"{type(err).__name__}: {err}"
+        else:
+            out.append(f"generation failed after {1 + max(1, retries)} tries: {reason}"[:500])
+    return out
+
+
+# ---------------------------------------------------------------------------- one batch of questions
+
+
+def annotate_batch(
+    items: Sequence[QAItem],
+    backend: Backend,
+    judges: Judges,
+    config: AnnotateConfig,
+    verbal_examples: Sequence[tuple[QAItem, float]] = (),
+    meta: dict[str, Any] | None = None,
+) -> list[Record]:
+    """Annotate a few questions: greedy answer, k samples, correctness and consistency judgements."""
+    prompts = [qa_prompt(item, config.prompts) for item in items]
+    greedy = generate_safely(backend, prompts, config.greedy_settings(), config.retries)
+    samples: list[list[Generation] | str] = [[] for _ in items]
+    if config.k > 0:
+        samples = generate_safely(backend, prompts, config.sample_settings(), config.retries)
+    verbal: dict[str, list[list[Generation] | str]] = {}
+    for kind in config.verbal:
+        shots = verbal_examples if kind == "verbal10" else ()
+        vprompts = [verbal_prompt(item, config.prompts, shots) for item in items]
+        settings = GenerationSettings(max_new_tokens=16, repetition_penalty=config.repetition_penalty, logprobs=False)
+        verbal[kind] = generate_safely(backend, vprompts, settings, config.retries)
+
+    records: list[Record] = []
+    correct_q: list[JudgeQuery] = []
+    consist_q: list[JudgeQuery] = []
+    slots: list[tuple[Record, int, int]] = []  # (record, first correctness query, first consistency query)
+    for item, prompt, g, s in zip(items, prompts, greedy, samples):
+        rec = Record(
+            question=item.question,
+            answers=list(item.answers),
+            dataset=item.dataset,
+            split=item.split,
+            id=item.id,
+            prompt=backend.render(prompt),
+            generation=dict(meta or {}),
+            extra={k: v for k, v in (("choices", item.choices), *item.meta.items()) if v is not None},
+        )
+        failure = g if isinstance(g, str) else s if isinstance(s, str) else None
+        if failure is not None:
+            rec.failure = failure
+            records.append(rec)
+            continue
+        answer = g[0]
+        rec.greedy_response = answer.text
+        rec.greedy_tokens = list(answer.tokens)
+        rec.greedy_logprobs = answer.token_logprobs
+        rec.greedy_cumulative_logprob = answer.cumulative_logprob
+        rec.samples = [x.text for x in s]
+        if s and all(x.token_logprobs is not None for x in s):
+            rec.sample_logprobs = [list(x.token_logprobs or []) for x in s]
+        for kind, replies in verbal.items():
+            reply = replies[len(records)]
+            rec.verbal[kind] = reply if isinstance(reply, str) and reply.startswith("generation failed") else reply[0].text
+        choices = tuple(item.choices) if item.choices else None
+        gold = tuple(item.answers)
+        slots.append((rec, len(correct_q), len(consist_q)))
+        correct_q.append(JudgeQuery("correctness", item.question, answer.text, gold, choices))
+        correct_q.extend(JudgeQuery("correctness", item.question, x.text, gold, choices) for x in s)
+        consist_q.extend(JudgeQuery("consistency", item.question, x.text, (answer.text,), choices) for x in s)
+        records.append(rec)
+
+    correct = judges.correctness.judge_batch(correct_q) if correct_q else []
+    consistent = judges.consistency.judge_batch(consist_q) if consist_q else []
+    for rec, ci, si in slots:
+        k = rec.k
+        rec.greedy_correct = int(correct[ci])
+        rec.sample_correct = [int(v) for v in correct[ci + 1 : ci + 1 + k]]
+        rec.sample_consistent = [int(v) for v in consistent[si : si + k]]
+    return records
+
+
+# ---------------------------------------------------------------------------- the resumable run
+
+
+def shard_files(out_dir: Path, shard: str) -> list[Path]:
+    """This shard's record files already written, in order."""
+    index, count = parse_shard(shard)
+    return sorted((out_dir / "shards").glob(f"part-{index}of{count}-*.parquet"))
+
+
+def annotate(
+    items: Sequence[QAItem],
+    backend: Backend,
+    judges: Judges | Judge | None = None,
+    config: AnnotateConfig | None = None,
+    out_dir: str | Path | None = None,
+    progress: bool = True,
+    on_chunk: Callable[[list[Record]], None] | None = None,
+) -> list[Record]:
+    """Annotate the items of ``config.shard`` and return their records in item order.
+
+    With ``out_dir``, records go to shard files as each chunk finishes and a rerun continues where
+    the last one stopped. ``judges`` defaults to the match judge for both tasks (a single Judge is
+    used for both).
+    """
+    config = config or AnnotateConfig()
+    mine = select_shard(items, config.shard)
+    if judges is None:
+        from elical.annotate.judge_factory import build_judges
+
+        judges = build_judges(config, backend=backend, out_dir=out_dir)
+    elif isinstance(judges, Judge):
+        judges = Judges(judges, judges)
+    meta = {**backend.describe(), "greedy": config.greedy_settings().to_dict()}
+    if config.k > 0:
+        meta["sampling"] = config.sample_settings().to_dict()
+    meta["judges"] = {"correctness": judges.correctness.name, "consistency": judges.consistency.name}
+
+    from elical.annotate.verbal import load_verbal_examples
+
+    examples = load_verbal_examples(config, mine) if "verbal10" in config.verbal else []
+
+    done: dict[str, Record] = {}
+    out = Path(out_dir) if out_dir is not None else None
+    index, count = parse_shard(config.shard)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        config.to_yaml(out / "annotate.yaml")
+        with atomic_write(out / "shards" / f"expected-{index}of{count}.json") as tmp:
+            tmp.write_text(json.dumps([item.id for item in mine]))
+        for path in shard_files(out, config.shard):
+            for rec in read_parquet(path):
+                done[rec.id] = rec
+    todo = [item for item in mine if item.id not in done]
+    start = time.perf_counter()
+    per_step = max(1, config.batch_size // max(1, config.k)) if config.backend == "hf" else max(1, config.batch_size)
+    seq = len(shard_files(out, config.shard)) if out is not None else 0
+    from elical.annotate.progress import annotate_progress
+
+    with annotate_progress(len(mine), len(done), enabled=progress) as advance:
+        for chunk_start in range(0, len(todo), config.chunk_size):
+            chunk = todo[chunk_start : chunk_start + config.chunk_size]
+            records: list[Record] = []
+            for step in range(0, len(chunk), per_step):
+                part = chunk[step : step + per_step]
+                records.extend(annotate_batch(part, backend, judges, config, examples, meta))
+                advance(len(part))
+            if out is not None:
+                while (path := out / "shards" / f"part-{index}of{count}-{seq:05d}.parquet").exists():
+                    seq += 1
+                write_parquet(records, path)
+                seq += 1
+            done.update((r.id, r) for r in records)
+            if on_chunk is not None:
+                on_chunk(records)
+    elapsed = time.perf_counter() - start
+    result = [done[item.id] for item in mine]
+    if out is not None:
+        fresh = {item.id for item in todo}
+        answers = sum(1 + r.k for r in result if r.id in fresh and not r.failed)
+        info = {
+            "versions": _versions(),
+            "backend": backend.describe(),
+            "shard": config.shard,
+            "questions": len(mine),
+            "annotated_now": len(todo),
+            "failed": sum(r.failed for r in result),
+            "seconds": round(elapsed, 2),
+            "answers_per_second": round(answers / elapsed, 3) if elapsed > 0 and todo else None,
+            "judge_calls": judges.stats(),
+        }
+        with atomic_write(out / f"meta-{index}of{count}.json") as tmp:
+            tmp.write_text(json.dumps(info, indent=2))
+        if count == 1:
+            write_parquet(result, out / "records.parquet")
+    return result
+
+
+def annotation_cache(out_dir: str | Path | None) -> JudgeCache | None:
+    """The judge cache of a run folder (None without a folder)."""
+    return JudgeCache(Path(out_dir) / "judge_cache.sqlite") if out_dir is not None else None

@@ -1,0 +1,20 @@
+"""QA data: the QAItem type, loaders (JSONL, MMLU CSV, HF datasets), dataset converters, sharding."""
+
+from elical.data.items import QAItem, dedupe_items, parse_shard, select_shard, shard_of
+from elical.data.loaders import load_hf, load_items, load_many
+from elical.data.registry import REGISTRY, DatasetSpec, lookup, register
+
+__all__ = [
+    "QAItem",
+    "DatasetSpec",
+    "REGISTRY",
+    "dedupe_items",
+    "load_hf",
+    "load_items",
+    "load_many",
+    "lookup",
+    "parse_shard",
+    "register",
+    "select_shard",
+    "shard_of",
+]

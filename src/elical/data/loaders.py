@@ -1,0 +1,128 @@
+"""Read QA items from JSONL, MMLU-style CSV, folders of either, and cached Hugging Face datasets."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from elical.data.items import CHOICE_LETTERS, QAItem, dedupe_items
+from elical.data.registry import ConversionError, lookup
+from elical.records import KNOWN_SPLITS, RecordError, dataset_and_split_from_path
+
+
+def _item(row: dict[str, Any], dataset: str, split: str, where: tuple[Any, int | None]) -> QAItem:
+    spec = lookup(dataset)
+    try:
+        question, answers, choices = spec.converter(row)
+    except ConversionError as err:
+        raise RecordError(where[0], where[1], None, f"{err} (dataset format '{spec.name}')") from None
+    return QAItem(question=question, answers=answers, dataset=dataset, split=split, choices=choices)
+
+
+def iter_jsonl_items(path: str | os.PathLike, dataset: str | None = None, split: str | None = None) -> Iterator[QAItem]:
+    """Yield items from a JSONL (or JSON list) file; the dataset's converter reads each row."""
+    guess_dataset, guess_split = dataset_and_split_from_path(path)
+    dataset, split = dataset or guess_dataset, split or guess_split
+    path = Path(path)
+    if path.suffix == ".json":
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(rows, dict) and "data" in rows:
+            rows = rows["data"]
+        if not isinstance(rows, list):
+            raise RecordError(path, None, None, "expected a JSON list of objects (or {'data': [...]})")
+        for index, row in enumerate(rows, start=1):
+            if not isinstance(row, dict):
+                raise RecordError(path, index, None, f"expected a JSON object, got {type(row).__name__}")
+            yield _item(row, dataset, split, (path, index))
+        return
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise RecordError(path, line_no, None, f"malformed JSON ({err.msg} at column {err.colno})") from None
+            if not isinstance(row, dict):
+                raise RecordError(path, line_no, None, f"expected a JSON object, got {type(row).__name__}")
+            yield _item(row, dataset, split, (path, line_no))
+
+
+def iter_mmlu_csv(path: str | os.PathLike, split: str | None = None, dataset: str = "mmlu") -> Iterator[QAItem]:
+    """Yield MMLU items from a header-less CSV (question, A, B, C, D, answer letter)."""
+    path = Path(path)
+    stem = path.stem
+    match = re.fullmatch(r"(.+?)_(%s)" % "|".join(KNOWN_SPLITS), stem)
+    subject = match.group(1) if match else stem
+    split = split or (match.group(2) if match else path.parent.name if path.parent.name in KNOWN_SPLITS else "test")
+    with open(path, encoding="utf-8", newline="") as handle:
+        for line_no, row in enumerate(csv.reader(handle), start=1):
+            if not row:
+                continue
+            if line_no == 1 and [c.strip().lower() for c in row[:2]] == ["question", "a"]:
+                continue  # a header line
+            if len(row) < 4:
+                raise RecordError(path, line_no, None, f"expected question, options and an answer letter, got {len(row)} column(s)")
+            fields = {"question": row[0], "answer": row[-1]}
+            fields.update(zip(CHOICE_LETTERS, row[1:-1]))
+            item = _item(fields, dataset, split, (path, line_no))
+            item.meta["subject"] = subject
+            yield item
+
+
+def load_hf(name: str, split: str, config: str | None = None, dataset: str | None = None) -> list[QAItem]:
+    """Items from a Hugging Face dataset already in the local cache (never downloads)."""
+    try:
+        import datasets
+    except ImportError as err:
+        raise ImportError("reading Hugging Face datasets needs the extra: pip install 'elical[datasets]'") from err
+    data = datasets.load_dataset(name, config, split=split, download_mode="reuse_cache_if_exists")
+    dataset = dataset or lookup(name.split("/")[-1]).name
+    if dataset == "generic":
+        dataset = name.split("/")[-1]
+    return [_item(dict(row), dataset, split, (f"hf:{name}", i)) for i, row in enumerate(data, start=1)]
+
+
+def load_items(
+    source: str | os.PathLike,
+    dataset: str | None = None,
+    split: str | None = None,
+    limit: int | None = None,
+) -> list[QAItem]:
+    """Load QA items from a file, a folder of files, or ``hf:NAME[:CONFIG]:SPLIT``; ``limit`` keeps the first n."""
+    text = str(source)
+    if text.startswith("hf:"):
+        parts = text[3:].split(":")
+        if len(parts) not in (2, 3):
+            raise ValueError(f"expected hf:NAME:SPLIT or hf:NAME:CONFIG:SPLIT, got {text!r}")
+        name, config, hf_split = (parts[0], None, parts[1]) if len(parts) == 2 else parts
+        items = load_hf(name, hf_split, config, dataset)
+        return dedupe_items(items[:limit] if limit else items)
+    path = Path(source)
+    if not path.exists():
+        raise FileNotFoundError(f"QA source not found: {path}")
+    files = sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".json", ".csv")) if path.is_dir() else [path]
+    items: list[QAItem] = []
+    for file in files:
+        iterator: Iterable[QAItem]
+        if file.suffix == ".csv":
+            iterator = iter_mmlu_csv(file, split=split or (path.name if path.is_dir() and path.name in KNOWN_SPLITS else None), dataset=dataset or "mmlu")
+        else:
+            iterator = iter_jsonl_items(file, dataset, split)
+        items.extend(iterator)
+        if limit and len(items) >= limit:
+            break
+    return dedupe_items(items[:limit] if limit else items)
+
+
+def load_many(sources: Iterable[str | os.PathLike], limit_per_source: int | None = None) -> list[QAItem]:
+    """Concatenate several sources (each with its own dataset name), keeping ids unique."""
+    items: list[QAItem] = []
+    for source in sources:
+        items.extend(load_items(source, limit=limit_per_source))
+    return dedupe_items(items)

@@ -1,0 +1,180 @@
+"""Converters from the published formats of the HonestyBench datasets (and MMLU) to QA items.
+
+Each converter turns one row (a dict, as read from the dataset's usual JSON/JSONL files or its
+Hugging Face `datasets` version) into ``(question, answers, choices)``. A generic converter covers
+the plain ``{question, answer}`` form used by ../shared/data and the EliCal authors' files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Converted = tuple[str, list[str], "list[str] | None"]
+Converter = Callable[[dict[str, Any]], Converted]
+
+
+class ConversionError(ValueError):
+    """A row lacks the fields its dataset format needs; the message says which."""
+
+
+def _as_list(value: Any, field: str) -> list[str]:
+    if value is None:
+        raise ConversionError(f"field '{field}' is missing")
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.startswith("["):  # PopQA stores its aliases as a JSON string
+            try:
+                value = json.loads(stripped)
+            except json.JSONDecodeError:
+                return [value]
+        else:
+            return [value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [str(value)]
+    if isinstance(value, list):
+        out: list[str] = []
+        for v in value:
+            if isinstance(v, dict):  # CWQ: [{"answer": ..., "aliases": [...]}]
+                out.extend(_as_list(v.get("answer"), f"{field}.answer"))
+                out.extend(str(a) for a in v.get("aliases") or [])
+            else:
+                out.append(str(v))
+        return out
+    raise ConversionError(f"field '{field}': expected a string or a list, got {type(value).__name__}")
+
+
+def _question(row: dict[str, Any], *keys: str) -> str:
+    for key in keys or ("question",):
+        value = row.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    raise ConversionError(f"expected a non-empty question in field(s) {', '.join(keys or ('question',))}")
+
+
+def _dedupe(values: list[str]) -> list[str]:
+    out = [v for v in dict.fromkeys(v.strip() for v in values) if v]
+    if not out:
+        raise ConversionError("no non-empty gold answer")
+    return out
+
+
+def convert_generic(row: dict[str, Any]) -> Converted:
+    """``{question, answer|answers: str | [str]}`` (../shared/data, the authors' files, NQ-open)."""
+    key = next((k for k in ("answer", "answers", "possible_answers") if k in row), None)
+    if key is None:
+        raise ConversionError("expected a field 'answer' (or 'answers') holding the gold aliases")
+    value = row[key]
+    if isinstance(value, dict):  # SQuAD/TriviaQA-style nested answers
+        return convert_squad({"question": row.get("question"), "answers": value}) if "text" in value else convert_triviaqa(row)
+    return _question(row), _dedupe(_as_list(value, key)), None
+
+
+def convert_triviaqa(row: dict[str, Any]) -> Converted:
+    """TriviaQA (HF ``trivia_qa``): ``answer: {value, aliases, normalized_aliases}``."""
+    answer = row.get("answer") or row.get("Answer")
+    if not isinstance(answer, dict):
+        return convert_generic(row)
+    values = [answer.get("value") or answer.get("Value") or ""] + list(answer.get("aliases") or answer.get("Aliases") or [])
+    return _question(row, "question", "Question"), _dedupe([str(v) for v in values]), None
+
+
+def convert_squad(row: dict[str, Any]) -> Converted:
+    """SQuAD (HF ``squad``): ``answers: {text: [...], answer_start: [...]}``."""
+    answers = row.get("answers")
+    if isinstance(answers, dict):
+        return _question(row), _dedupe(_as_list(answers.get("text"), "answers.text")), None
+    return convert_generic(row)
+
+
+def convert_musique(row: dict[str, Any]) -> Converted:
+    """MuSiQue: ``answer`` plus ``answer_aliases``."""
+    values = _as_list(row.get("answer"), "answer") + [str(a) for a in row.get("answer_aliases") or []]
+    return _question(row), _dedupe(values), None
+
+
+def convert_popqa(row: dict[str, Any]) -> Converted:
+    """PopQA (``akariasai/PopQA``): ``possible_answers`` is a JSON-encoded list."""
+    if "possible_answers" in row:
+        return _question(row), _dedupe(_as_list(row["possible_answers"], "possible_answers")), None
+    return convert_generic(row)
+
+
+def convert_cwq(row: dict[str, Any]) -> Converted:
+    """ComplexWebQuestions: ``answers: [{answer, aliases}]``; question or machine_question."""
+    key = "answers" if "answers" in row else "answer"
+    return _question(row, "question", "machine_question"), _dedupe(_as_list(row.get(key), key)), None
+
+
+def convert_pararel(row: dict[str, Any]) -> Converted:
+    """ParaRel as released by the authors: ``{question, answer}``, or a cloze ``{query, obj_label}``."""
+    if "question" in row:
+        return convert_generic(row)
+    return _question(row, "query", "prompt"), _dedupe(_as_list(row.get("obj_label") or row.get("answer"), "obj_label")), None
+
+
+def convert_mmlu(row: dict[str, Any]) -> Converted:
+    """MMLU: HF ``cais/mmlu`` (``choices`` + integer ``answer``) or CSV rows (``A``..``D`` + letter)."""
+    from elical.data.items import CHOICE_LETTERS
+
+    if "choices" in row:
+        choices = [str(c) for c in row["choices"]]
+    else:
+        choices = [str(row[k]) for k in CHOICE_LETTERS if k in row and row[k] is not None]
+    if len(choices) < 2:
+        raise ConversionError("expected the options in 'choices' or in columns A, B, C, D")
+    answer = row.get("answer")
+    if isinstance(answer, int) or (isinstance(answer, str) and answer.strip().isdigit()):
+        index = int(answer)
+    elif isinstance(answer, str) and answer.strip().upper() in CHOICE_LETTERS[: len(choices)]:
+        index = CHOICE_LETTERS.index(answer.strip().upper())
+    else:
+        raise ConversionError(f"field 'answer': expected a letter A-{CHOICE_LETTERS[len(choices) - 1]} or an index, got {answer!r}")
+    if not 0 <= index < len(choices):
+        raise ConversionError(f"field 'answer': index {index} out of range for {len(choices)} options")
+    return _question(row), [CHOICE_LETTERS[index]], choices
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A known dataset: its canonical name, converter, and the names it goes by in file names."""
+
+    name: str
+    converter: Converter
+    aliases: tuple[str, ...] = ()
+    multiple_choice: bool = False
+
+
+REGISTRY: dict[str, DatasetSpec] = {}
+
+
+def register(spec: DatasetSpec) -> DatasetSpec:
+    """Add a dataset (or replace one) in the registry, under its name and aliases."""
+    for key in (spec.name, *spec.aliases):
+        REGISTRY[key.lower()] = spec
+    return spec
+
+
+for _spec in (
+    DatasetSpec("nq", convert_generic, ("natural_questions", "nq_open", "nq-open")),
+    DatasetSpec("tq", convert_triviaqa, ("triviaqa", "trivia_qa", "tqa")),
+    DatasetSpec("hq", convert_generic, ("hotpotqa", "hotpot_qa", "hotpot")),
+    DatasetSpec("2wiki", convert_generic, ("2wikimultihopqa", "2wikimqa", "wiki2")),
+    DatasetSpec("pararel", convert_pararel, ("para_rel",)),
+    DatasetSpec("squad", convert_squad, ("squad_v1", "squad1")),
+    DatasetSpec("wq", convert_generic, ("webquestions", "web_questions", "webq")),
+    DatasetSpec("cwq", convert_cwq, ("complexwebquestions", "complex_web_questions")),
+    DatasetSpec("musique", convert_musique, ("musique_ans",)),
+    DatasetSpec("popqa", convert_popqa, ("pop_qa",)),
+    DatasetSpec("mmlu", convert_mmlu, ("cais/mmlu", "hendrycks_test"), multiple_choice=True),
+):
+    register(_spec)
+
+GENERIC = DatasetSpec("generic", convert_generic)
+
+
+def lookup(name: str) -> DatasetSpec:
+    """The spec of a dataset name (case-insensitive); unknown names get the generic converter."""
+    return REGISTRY.get(name.lower(), GENERIC)
