@@ -69,6 +69,76 @@ def evaluate(
     console.print(f"Wrote {written.metrics_csv}, {written.table_md} and {len(written.figures)} figures.")
 
 
+@app.command()
+def annotate(
+    data: list[str] = typer.Argument(..., help="QA sources: JSONL/CSV files, folders of them, or hf:NAME[:CONFIG]:SPLIT."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run folder (shards/, records.parquet, annotate.yaml); rerun to resume."),
+    config: Path = typer.Option(None, "--config", "-c", help="YAML AnnotateConfig (an 'annotate:' section or bare settings)."),
+    model: str = typer.Option(None, help="Model: alias (smollm2), .gguf file, folder or cached name (server model name for openai)."),
+    backend: str = typer.Option(None, help="hf, openai or vllm."),
+    base_url: str = typer.Option(None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."),
+    k: int = typer.Option(None, help="Sampled answers per question (paper: 20)."),
+    max_new_tokens: int = typer.Option(None, help="Longest answer in tokens (paper default here: 64)."),
+    repetition_penalty: float = typer.Option(None, help="1.0 = none; the authors used 1.05."),
+    batch_size: int = typer.Option(None, help="Sequences per generate call (HF)."),
+    chunk_size: int = typer.Option(None, help="Questions per shard file."),
+    shard: str = typer.Option(None, help="Run shard i/n of the questions (0-based), e.g. 0/4."),
+    judge: str = typer.Option(None, help="Correctness judge: match, embedding, llm or cascade."),
+    consistency_judge: str = typer.Option(None, help="Consistency judge: match, embedding, llm or cascade."),
+    judge_model: str = typer.Option(None, help="Model of the llm/cascade judge (default: the answering model)."),
+    verbal: list[str] = typer.Option([], help="Also ask for verbalized confidence: verbal0, verbal10."),
+    verbal_examples: str = typer.Option(None, help="Records of a NON-evaluated split for the Verbal-10 examples."),
+    limit: int = typer.Option(None, help="Keep the first N questions of each source."),
+    seed: int = typer.Option(None, help="Sampling seed."),
+    device: str = typer.Option(None, help="cpu, cuda, ... (default: auto)."),
+    dtype: str = typer.Option(None, help="float32, bfloat16, ... (default: auto)."),
+    shared_prefix: bool = typer.Option(None, "--shared-prefix/--no-shared-prefix", help="k samples share one prompt prefill."),
+) -> None:
+    """Generate greedy answers and k samples, judge them, and write HonestyBench records (resumable)."""
+    from rich.console import Console
+
+    from elical.annotate.config import AnnotateConfig
+    from elical.annotate.run import annotate_sources, summarize
+
+    console = Console()
+    overrides = dict(
+        model=model, backend=backend, base_url=base_url, k=k, max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty,
+        batch_size=batch_size, chunk_size=chunk_size, shard=shard, seed=seed, device=device, dtype=dtype,
+        shared_prefix=shared_prefix, verbal=verbal or None, verbal_examples=verbal_examples,
+    )
+    judges = {key: value for key, value in (("correctness", judge), ("consistency", consistency_judge), ("llm_model", judge_model)) if value}
+    with _user_errors(console):
+        cfg = AnnotateConfig.from_yaml(config, **overrides) if config else AnnotateConfig(**{k_: v for k_, v in overrides.items() if v is not None})
+        if judges:
+            cfg = cfg.model_copy(update={"judges": cfg.judges.model_copy(update=judges)})
+        records = annotate_sources(data, AnnotateConfig.model_validate(cfg.model_dump()), out, limit)
+    from rich.table import Table
+
+    table = Table("dataset", "questions", "failed", "accuracy", "consistency", "AUROC Consis-Sem", "AUROC N-Prob")
+    fmt = lambda v: "-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)  # noqa: E731
+    for row in summarize(records):
+        table.add_row(*(fmt(v) for v in row.values()))
+    console.print(table)
+    console.print(f"Wrote {len(records)} records under {out}")
+
+
+@app.command("annotate-merge")
+def annotate_merge(
+    folders: list[Path] = typer.Argument(..., help="Annotation folders whose shards/ to merge."),
+    out: Path = typer.Option(..., "--out", "-o", help="Merged record file (.parquet or .jsonl)."),
+    allow_missing: bool = typer.Option(False, "--allow-missing", help="Write even when questions are missing."),
+) -> None:
+    """Merge annotation shards into one record file, failing on missing or duplicated questions."""
+    from rich.console import Console
+
+    from elical.annotate.merge import merge_shards
+
+    console = Console()
+    with _user_errors(console):
+        records = merge_shards(folders, out, allow_missing=allow_missing)
+    console.print(f"Merged {len(records)} records into {out} ({sum(r.failed for r in records)} failed)")
+
+
 def _split_assignment(item: str, option: str) -> tuple[str, str]:
     key, sep, value = item.partition("=")
     if not sep or not key or not value:
@@ -88,6 +158,49 @@ def _user_errors(console):
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         console.print(f"[red]error:[/red] {message}")
         raise typer.Exit(2) from None
+
+world_app = typer.Typer(help="The synthetic knowledge world and its tiny LM (the default subject of `elical run`).",
+                        no_args_is_help=True)
+app.add_typer(world_app, name="world")
+
+
+@world_app.command("generate")
+def world_generate(
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for world.json, corpus.txt, qa_tuning.jsonl, questions.jsonl."),
+    config: Path = typer.Option(None, "--config", "-c", help="YAML with a 'world:' section (default: built-in world)."),
+    seed: int = typer.Option(None, help="World seed (overrides the config)."),
+) -> None:
+    """Draw the synthetic world from its seed and write its facts, corpus and questions."""
+    from elical.world.config import load_world_configs
+    from elical.world.generate import generate_world
+    from elical.world.io import write_world
+
+    world_cfg, _ = load_world_configs(str(config) if config else None)
+    if seed is not None:
+        world_cfg.seed = seed
+    world = generate_world(world_cfg)
+    paths = write_world(world, out)
+    typer.echo(f"world {world.fingerprint()}: {len(world.people)} people; wrote {', '.join(str(p) for p in paths.values())}")
+
+
+@world_app.command("train-lm")
+def world_train_lm(
+    out: Path = typer.Option(None, "--out", "-o", help="Checkpoint folder (default: the packaged world/assets/world-lm)."),
+    config: Path = typer.Option(None, "--config", "-c", help="YAML with 'world:' and 'lm:' sections."),
+    steps: int = typer.Option(None, help="Training steps (overrides the config)."),
+    hidden_size: int = typer.Option(None, help="Hidden size (overrides the config)."),
+    num_layers: int = typer.Option(None, help="Number of layers (overrides the config)."),
+    device: str = typer.Option(None, help="cuda or cpu (default: cuda when available)."),
+) -> None:
+    """Pretrain the world's tiny LM on its corpus + QA examples and save it (safetensors + tokenizer)."""
+    from elical.world import default_lm_path
+    from elical.world.config import load_world_configs
+    from elical.world.lm import train_world_lm
+
+    world_cfg, lm_cfg = load_world_configs(str(config) if config else None, steps=steps,
+                                           hidden_size=hidden_size, num_layers=num_layers)
+    final = train_world_lm(world_cfg, lm_cfg, out or default_lm_path(), device=device, log=typer.echo)
+    typer.echo(f"saved to {out or default_lm_path()}: {final}")
 
 
 if __name__ == "__main__":
