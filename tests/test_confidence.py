@@ -79,3 +79,14 @@ def test_applicable_estimators_says_why_others_do_not_apply():
     usable, skipped = applicable_estimators([make(verbal={"verbal-0": "0.4"})])
     assert [e.name for e in usable] == ["Prob", "N-Prob", "Consis-Lex", "Consis-Sem", "Verbal-0"]
     assert "verbal-10" in skipped["Verbal-10"]
+
+
+@pytest.mark.parametrize("reference, candidate", [
+    ("Paris", "paris"), ("the the cat", "the cat the"), ("", "anything"), ("!!!", "???"),
+    ("New York City, USA", "city of new york"), ("a b c d e f", "f e d c b a"), ("Zürich", "Zurich"),
+])
+def test_fast_rouge_l_equals_google_rouge_score(reference, candidate):
+    from elical.confidence.baselines import _RougeL
+
+    expected = rouge_scorer.RougeScorer(["rougeL"]).score(reference, candidate)["rougeL"].fmeasure
+    assert _RougeL().f1(reference, candidate) == pytest.approx(expected, abs=1e-12)

@@ -48,6 +48,16 @@ class EvalConfig:
     convention: metrics.Convention = "elical"
     groups: dict[str, str] = field(default_factory=dict)  # dataset -> group overrides
 
+    def __post_init__(self) -> None:
+        choices = {"ece_strategy": ("uniform", "quantile"), "convention": ("elical", "paper")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+        if self.n_resamples < 1 or self.ece_bins < 1 or self.alignment_repeats < 1:
+            raise ValueError("n_resamples, ece_bins and alignment_repeats must be at least 1")
+        if not 0 < self.level < 1 or not 0 < self.alignment_fraction < 1:
+            raise ValueError("level and alignment_fraction must lie strictly between 0 and 1")
+
     @property
     def ece_name(self) -> str:
         """ECE's metric name carries its bin count and strategy, so the number never travels without them."""

@@ -30,31 +30,35 @@ def _consis_sem(records: Sequence[Record]) -> np.ndarray:
 
 
 class _RougeL:
-    """ROUGE-L F1 (Google's rouge-score) with per-string tokenisation and pair results memoised.
+    """ROUGE-L F1 exactly as Google's rouge-score computes it, with a C++ LCS and memoisation.
 
-    Sampled answers repeat a lot; memoising keeps a 2M-pair evaluation to the distinct pairs.
+    Tokens come from rouge-score's own tokenizer; the longest common subsequence from rapidfuzz
+    (rouge-score's is pure Python); F1 = 2PR / (P + R) with P = LCS/|candidate|, R = LCS/|reference|,
+    as ``rouge_scorer._score_lcs``. Sampled answers repeat a lot, so pair scores are memoised.
     """
 
     def __init__(self) -> None:
-        from rouge_score import rouge_scorer, tokenize
+        from rapidfuzz.distance import LCSseq
+        from rouge_score import tokenize
 
-        self._scorer = rouge_scorer.RougeScorer(["rougeL"])
         self._tokenize = tokenize.tokenize
-        self._lcs = rouge_scorer._score_lcs
-        self._tokens: dict[str, tuple[str, ...]] = {}
-        self._pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], float] = {}
+        self._lcs_length = LCSseq.similarity
+        self._tokens: dict[str, list[str]] = {}
+        self._pairs: dict[tuple[str, str], float] = {}
 
-    def tokens(self, text: str) -> tuple[str, ...]:
+    def tokens(self, text: str) -> list[str]:
         cached = self._tokens.get(text)
         if cached is None:
-            cached = self._tokens[text] = tuple(self._tokenize(text, None))
+            cached = self._tokens[text] = self._tokenize(text, None)
         return cached
 
     def f1(self, reference: str, candidate: str) -> float:
-        key = (self.tokens(reference), self.tokens(candidate))
+        key = (reference, candidate)
         cached = self._pairs.get(key)
         if cached is None:
-            cached = self._pairs[key] = self._lcs(list(key[0]), list(key[1])).fmeasure
+            ref, cand = self.tokens(reference), self.tokens(candidate)
+            lcs = self._lcs_length(ref, cand) if ref and cand else 0
+            cached = self._pairs[key] = 0.0 if lcs == 0 else 2 * lcs / (len(ref) + len(cand))
         return cached
 
 
