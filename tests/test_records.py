@@ -143,3 +143,16 @@ def test_missing_file_and_non_record_parquet(tmp_path):
     pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "other.parquet")
     with pytest.raises(RecordError, match="question"):
         read_parquet(tmp_path / "other.parquet")
+
+
+def test_required_fields_are_checked_per_row_with_failed_rows_exempt(tmp_path):
+    rows = [hb_row(), {"question": "q2?", "answer": ["a"], "failure": "timeout after 3 tries"},
+            {k: v for k, v in hb_row(question="q3?").items() if k != "greedy_correctness"}]
+    path = tmp_path / "nq_test.jsonl"
+    write_lines(path, rows)
+    assert len(read_records(path)) == 3
+    with pytest.raises(RecordError, match=r"nq_test.jsonl:3: field 'greedy_correctness': missing"):
+        read_records(path, require=["greedy_correctness"])
+    write_parquet(read_records(path), tmp_path / "r.parquet")
+    with pytest.raises(RecordError, match=r"r.parquet:3: field 'greedy_correctness': missing"):
+        read_records(tmp_path / "r.parquet", require=["greedy_correctness", "consistency_judgement"])

@@ -55,7 +55,7 @@ def evaluate(
         alignment_repeats=alignment_repeats, convention=convention, groups=groups,
     )
     with _user_errors(console):
-        loaded = read_records(records, skip_invalid=skip_invalid)
+        loaded = read_records(records, skip_invalid=skip_invalid, require=("greedy_correctness",))
         preds = [read_predictions(p) for p in predictions]
         with console.status(f"Evaluating {len(loaded)} records ..."):
             evaluation = run_evaluation(loaded, preds, config)

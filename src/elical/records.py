@@ -278,6 +278,33 @@ def record_to_dict(rec: Record, fmt: JsonlFormat = "elical") -> dict[str, Any]:
     return row
 
 
+# --------------------------------------------------------------------------- required fields
+
+# HonestyBench field name -> Record attribute.
+RECORD_ATTRIBUTE = {
+    "question": "question",
+    "answer": "answers",
+    "greedy_response": "greedy_response",
+    "greedy_correctness": "greedy_correct",
+    "greedy_tokens": "greedy_tokens",
+    "greedy_cumulative_logprobs": "greedy_cumulative_logprob",
+    "greedy_logprobs": "greedy_logprobs",
+    "sampling_response": "samples",
+    "sampling_correctness": "sample_correct",
+    "consistency_judgement": "sample_consistent",
+}
+
+
+def check_required(rec: Record, require: Sequence[str]) -> None:
+    """Raise if a record lacks a field the caller needs (records of failed questions are exempt)."""
+    if rec.failed:
+        return
+    for name in require:
+        value = getattr(rec, RECORD_ATTRIBUTE.get(name, name))
+        if value is None or (name == "sampling_response" and not value):
+            raise _FieldError(name, f"missing (this step needs: {', '.join(require)})")
+
+
 # --------------------------------------------------------------------------- JSONL
 
 
@@ -307,8 +334,12 @@ def iter_jsonl(
     split: str | None = None,
     skip_invalid: bool = False,
     skips: SkipReport | None = None,
+    require: Sequence[str] = (),
 ) -> Iterator[Record]:
-    """Yield validated records from a JSONL file; the first bad row raises unless skip_invalid."""
+    """Yield validated records from a JSONL file; the first bad row raises unless skip_invalid.
+
+    ``require`` names HonestyBench fields every (non-failed) row must carry for the caller's step.
+    """
     guess_dataset, guess_split = dataset_and_split_from_path(path)
     dataset, split = dataset or guess_dataset, split or guess_split
     with open(path, encoding="utf-8") as handle:
@@ -320,13 +351,18 @@ def iter_jsonl(
                     row = json.loads(line)
                 except json.JSONDecodeError as err:
                     raise _FieldError("", f"malformed JSON ({err.msg} at column {err.colno})") from None
-                yield record_from_dict(row, dataset=dataset, split=split)
+                rec = record_from_dict(row, dataset=dataset, split=split)
+                check_required(rec, require)
+                yield rec
             except _FieldError as err:
-                error = RecordError(path, line_no, err.field or None, err.message)
-                if not skip_invalid:
-                    raise error from None
-                if skips is not None:
-                    skips.skipped.append(str(error))
+                _reject(RecordError(path, line_no, err.field or None, err.message), skip_invalid, skips)
+
+
+def _reject(error: RecordError, skip_invalid: bool, skips: SkipReport | None) -> None:
+    if not skip_invalid:
+        raise error from None
+    if skips is not None:
+        skips.skipped.append(str(error))
 
 
 def read_jsonl(path: str | os.PathLike, **kwargs: Any) -> list[Record]:
@@ -418,8 +454,13 @@ def read_records(
     skip_invalid: bool = False,
     dataset: str | None = None,
     split: str | None = None,
+    require: Sequence[str] = (),
 ) -> list[Record]:
-    """Read records from JSONL or Parquet files (or folders of them), in order."""
+    """Read records from JSONL or Parquet files (or folders of them), in order.
+
+    ``require`` names HonestyBench fields the caller's step needs (e.g. ``greedy_correctness``);
+    a row without one is an error naming file, row and field (or is skipped with ``skip_invalid``).
+    """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     files: list[Path] = []
@@ -434,9 +475,16 @@ def read_records(
     skips = SkipReport()
     for path in files:
         if path.suffix == ".parquet":
-            records.extend(read_parquet(path))
+            for row_no, rec in enumerate(read_parquet(path), start=1):
+                try:
+                    check_required(rec, require)
+                    records.append(rec)
+                except _FieldError as err:
+                    _reject(RecordError(path, row_no, err.field, err.message), skip_invalid, skips)
         else:
-            records.extend(iter_jsonl(path, dataset=dataset, split=split, skip_invalid=skip_invalid, skips=skips))
+            records.extend(
+                iter_jsonl(path, dataset=dataset, split=split, skip_invalid=skip_invalid, skips=skips, require=require)
+            )
     if skips.skipped:
         shown = "\n  ".join(skips.skipped[:10])
         more = f"\n  ... and {len(skips) - 10} more" if len(skips) > 10 else ""
