@@ -1,0 +1,1 @@
+"""Training of the confidence model: targets, nested budgets, stages (accelerate), prediction."""

@@ -1,0 +1,142 @@
+"""Turning tokenized prompts into model batches: padding-free packed rows (default) or padded batches.
+
+Packed rows hold several prompts back to back; ``position_ids`` restart at 0 for each prompt, which is
+how Hugging Face models recognise packed sequences (``attention_mask=None``): attention stays inside
+each prompt (block-diagonal causal mask for sdpa/eager, varlen for flash-attention). The tail of a row
+is padding that forms its own segment and is never pooled. Every batch records the flat position of
+each prompt's last real token, so pooling never reads a pad (reference.md 7.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Batch:
+    """Model inputs for a group of questions; ``order[i]`` is the question pooled at ``pool_index[i]``."""
+
+    input_ids: torch.Tensor
+    position_ids: torch.Tensor
+    pool_index: torch.Tensor
+    order: list[int]
+    real_tokens: int  # tokens that belong to a question (what model FLOPs are counted on)
+    attention_mask: torch.Tensor | None = None
+
+    def to(self, device: torch.device | str) -> Batch:
+        """The same batch on another device."""
+        move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
+        return Batch(move(self.input_ids), move(self.position_ids), move(self.pool_index), self.order,
+                     self.real_tokens, move(self.attention_mask))
+
+    def model_inputs(self) -> dict[str, torch.Tensor | None]:
+        """Keyword arguments for ConfidenceModel.forward."""
+        return {"input_ids": self.input_ids, "position_ids": self.position_ids,
+                "pool_index": self.pool_index, "attention_mask": self.attention_mask}
+
+
+def tokenize_prompts(tokenizer, prompts: Sequence[str], max_length: int) -> tuple[list[list[int]], int]:
+    """Token ids of each prompt (no extra special tokens: the chat template has them).
+
+    Prompts longer than ``max_length`` keep their last ``max_length`` tokens (the end of the prompt,
+    where the answer would start, is what the head reads); returns (ids, number truncated).
+    """
+    encoded = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+    truncated = sum(len(ids) > max_length for ids in encoded)
+    return [ids[-max_length:] for ids in encoded], truncated
+
+
+def pack_rows(lengths: Sequence[int], row_length: int) -> list[list[int]]:
+    """First-fit-decreasing assignment of sequences (by index) to rows of ``row_length`` tokens."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    rows: list[list[int]] = []
+    space: list[int] = []
+    for i in order:
+        need = lengths[i]
+        for r, free in enumerate(space):
+            if free >= need:
+                rows[r].append(i)
+                space[r] -= need
+                break
+        else:
+            rows.append([i])
+            space.append(row_length - need)
+    return rows
+
+
+def packed_batches(
+    seqs: Sequence[Sequence[int]],
+    indices: Sequence[int],
+    pad_id: int,
+    tokens_per_batch: int,
+    row_length: int = 1024,
+) -> list[Batch]:
+    """Pack the sequences ``seqs[i] for i in indices`` into batches of rows of ``row_length`` tokens.
+
+    A batch holds ``max(1, tokens_per_batch // row_length)`` rows; ``row_length`` grows to the longest
+    sequence if needed.
+    """
+    if not indices:
+        return []
+    lengths = [len(seqs[i]) for i in indices]
+    row_length = max(row_length, max(lengths))
+    rows = pack_rows(lengths, row_length)
+    rows_per_batch = max(1, tokens_per_batch // row_length)
+    batches = []
+    for start in range(0, len(rows), rows_per_batch):
+        group = rows[start:start + rows_per_batch]
+        ids = torch.full((len(group), row_length), pad_id, dtype=torch.long)
+        pos = torch.zeros((len(group), row_length), dtype=torch.long)
+        pool, order, real = [], [], 0
+        for r, row in enumerate(group):
+            cursor = 0
+            for local in row:
+                seq = seqs[indices[local]]
+                n = len(seq)
+                ids[r, cursor:cursor + n] = torch.tensor(seq, dtype=torch.long)
+                pos[r, cursor:cursor + n] = torch.arange(n)
+                cursor += n
+                pool.append(r * row_length + cursor - 1)
+                order.append(indices[local])
+                real += n
+            pos[r, cursor:] = torch.arange(row_length - cursor)  # tail padding: its own segment
+        batches.append(Batch(ids, pos, torch.tensor(pool, dtype=torch.long), order, real))
+    return batches
+
+
+def padded_batch(seqs: Sequence[Sequence[int]], indices: Sequence[int], pad_id: int,
+                 side: str = "right") -> Batch:
+    """One batch padded to its longest sequence, on either side, with matching position ids."""
+    if side not in ("left", "right"):
+        raise ValueError(f"padding side must be 'left' or 'right', got {side!r}")
+    longest = max(len(seqs[i]) for i in indices)
+    ids = torch.full((len(indices), longest), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(indices), longest), dtype=torch.long)
+    for r, i in enumerate(indices):
+        seq = torch.tensor(seqs[i], dtype=torch.long)
+        if side == "right":
+            ids[r, :len(seq)], mask[r, :len(seq)] = seq, 1
+        else:
+            ids[r, longest - len(seq):], mask[r, longest - len(seq):] = seq, 1
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    last = (mask * torch.arange(longest)).argmax(-1)  # last real token, whatever the padding side
+    pool = torch.arange(len(indices)) * longest + last
+    return Batch(ids, pos, pool, list(indices), int(mask.sum()), mask)
+
+
+def padded_batches(seqs: Sequence[Sequence[int]], indices: Sequence[int], pad_id: int, batch_size: int,
+                   side: str = "right") -> Iterator[Batch]:
+    """Consecutive batches of ``batch_size`` questions, each padded to its longest (no length grouping)."""
+    for start in range(0, len(indices), batch_size):
+        yield padded_batch(seqs, indices[start:start + batch_size], pad_id, side)
+
+
+def make_batches(seqs: Sequence[Sequence[int]], indices: Sequence[int], pad_id: int, *, packing: bool,
+                 tokens_per_batch: int, row_length: int, batch_size: int) -> list[Batch]:
+    """Packed batches by token budget, or padded batches of ``batch_size`` questions."""
+    if packing:
+        return packed_batches(seqs, indices, pad_id, tokens_per_batch, row_length)
+    return list(padded_batches(seqs, indices, pad_id, batch_size))

@@ -1,0 +1,105 @@
+"""Head-only ablation: frozen backbone, final hidden states computed once and cached, then a linear or
+MLP head trained on them (seconds, even for 7B backbones once the features exist)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from elical.train.batching import packed_batches
+from elical.train.config import TrainConfig
+from elical.train.loop import StageData, TrainingError, epoch_batches, per_question_loss
+
+
+@torch.inference_mode()
+def extract_features(model, seqs: Sequence[Sequence[int]], indices: Sequence[int], pad_id: int,
+                     tokens_per_batch: int, row_length: int, accelerator=None) -> dict[int, torch.Tensor]:
+    """Pooled last-token hidden state (float32, CPU) per question index; sharded across processes."""
+    rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator else (0, 1)
+    device = accelerator.device if accelerator else next(model.parameters()).device
+    model.eval()
+    out: dict[int, torch.Tensor] = {}
+    for batch in packed_batches(seqs, list(indices)[rank::world], pad_id, tokens_per_batch, row_length):
+        with accelerator.autocast() if accelerator else torch.autocast("cpu", enabled=False):
+            feats = model.hidden_states(**batch.to(device).model_inputs())
+        out.update(zip(batch.order, feats.float().cpu()))
+    if world > 1:
+        from accelerate.utils import gather_object
+
+        merged: dict[int, torch.Tensor] = {}
+        for part in gather_object([out]):
+            merged.update(part)
+        out = merged
+    return out
+
+
+def cached_features(model, data: StageData, cfg: TrainConfig, cache_dir: Path, accelerator) -> torch.Tensor:
+    """Features of all train+val questions, read from the cache when the same prompts were seen."""
+    indices = sorted(set(data.train) | set(data.val))
+    key = hashlib.sha1(json.dumps([cfg.model, [data.seqs[i] for i in indices]]).encode()).hexdigest()[:16]
+    path = cache_dir / f"features-{key}.pt"
+    if path.exists():
+        return torch.load(path, weights_only=True)
+    feats = extract_features(model, data.seqs, indices, data.pad_id, 2 * cfg.tokens_per_batch, cfg.row_length,
+                             accelerator)
+    hidden = next(iter(feats.values())).shape[-1]
+    table = torch.full((len(data.seqs), hidden), float("nan"))
+    for i, value in feats.items():
+        table[i] = value
+    if accelerator.is_main_process:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save(table, tmp)
+        tmp.rename(path)
+    return table
+
+
+def train_head(model, data: StageData, cfg: TrainConfig, features: torch.Tensor, epochs: int,
+               stage_dir: Path, save_best) -> dict[str, Any]:
+    """Train only the head on cached features with AdamW + warmup/decay; select on validation MSE."""
+    from transformers import get_linear_schedule_with_warmup
+
+    head = model.head
+    device = next(head.parameters()).device
+    torch.manual_seed(cfg.seed)
+    params = [p for p in head.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr_head_only, weight_decay=cfg.weight_decay)
+    total = math.ceil(len(data.train) / cfg.batch_size) * epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total), total)
+    targets = torch.tensor(data.targets, dtype=torch.float32)
+    val_x, val_y = features[data.val].to(device), targets[data.val].to(device)
+    best, best_epoch, bad, history = math.inf, -1, 0, []
+    for epoch in range(epochs):
+        head.train()
+        losses = []
+        for batch in epoch_batches(data.train, cfg.batch_size, cfg.seed, epoch):
+            x, y = features[batch].to(device), targets[batch].to(device)
+            loss = per_question_loss(head(x).squeeze(-1), y, cfg.loss).mean()
+            if not torch.isfinite(loss):
+                raise TrainingError(f"head-only: loss became {loss.item()} at epoch {epoch + 1}; stopped. "
+                                    f"Best model so far: {stage_dir / 'best'}. Lower lr_head_only ({cfg.lr_head_only}).")
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+        head.eval()
+        with torch.no_grad():
+            val = float(((torch.sigmoid(head(val_x).squeeze(-1)) - val_y) ** 2).mean())
+        history.append({"epoch": epoch + 1, "train_loss": sum(losses) / len(losses), "val_mse": val})
+        if val < best:
+            best, best_epoch, bad = val, epoch + 1, 0
+            save_best(model, stage_dir / "best", {"stage": "head-only", "epoch": epoch + 1, "val_mse": val})
+        else:
+            bad += 1
+            if bad >= cfg.patience:
+                break
+    return {"stage": "head-only", "best_val_mse": best, "best_epoch": best_epoch, "epochs_run": len(history),
+            "history": history, "train_size": len(data.train), "val_size": len(data.val),
+            "best": str(stage_dir / "best")}

@@ -1,0 +1,181 @@
+"""One training stage with accelerate: packed micro-batches, AdamW + linear warmup/decay, validation
+each epoch for checkpoint selection and early stopping, NaN guard, resumable checkpoints.
+
+Runs unchanged on one CPU/GPU, under ``accelerate launch`` with DDP on several GPUs or machines, and
+with FSDP (see ``elical/train/accelerate_fsdp.yaml``): the Accelerator does all process management.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from elical.train.batching import make_batches
+from elical.train.checkpoint import StageState, load_checkpoint, save_checkpoint
+from elical.train.config import TrainConfig
+from elical.train.predict import predict_logits
+
+
+class TrainingError(RuntimeError):
+    """Training stopped (non-finite loss); the message says where the last good checkpoint is."""
+
+
+@dataclass
+class StageData:
+    """Tokenized prompts of all records, targets, and this stage's train/validation indices."""
+
+    seqs: list[list[int]]
+    targets: list[float]
+    train: list[int]
+    val: list[int]
+    pad_id: int
+
+
+@dataclass
+class Stage:
+    """Name (also the folder), epochs and learning rate of a stage."""
+
+    name: str
+    epochs: int
+    lr: float
+
+
+def per_question_loss(logits: torch.Tensor, target: torch.Tensor, kind: str) -> torch.Tensor:
+    """MSE between sigmoid(logit) and the target (default), or BCE on soft targets."""
+    if kind == "mse":
+        return (torch.sigmoid(logits) - target) ** 2
+    return F.binary_cross_entropy_with_logits(logits, target, reduction="none")
+
+
+def epoch_batches(train: Sequence[int], batch_size: int, seed: int, epoch: int) -> list[list[int]]:
+    """The seeded shuffle of an epoch cut into optimizer batches (reproducible, so resume can skip)."""
+    order = list(train)
+    random.Random(seed * 100_003 + epoch).shuffle(order)
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
+    decay, no_decay = [], []
+    for _, param in model.named_parameters():
+        if param.requires_grad:
+            (decay if param.ndim >= 2 else no_decay).append(param)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
+
+
+def validation_mse(wrapped, data: StageData, cfg: TrainConfig, accelerator) -> float:
+    """Mean squared error of the confidence on the validation split (selection criterion)."""
+    logits = predict_logits(wrapped, data.seqs, data.val, data.pad_id, 2 * cfg.tokens_per_batch,
+                            cfg.row_length, accelerator)
+    errors = [(1 / (1 + math.exp(-logits[i])) - data.targets[i]) ** 2 for i in data.val]
+    return sum(errors) / len(errors)
+
+
+def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerator, stage_dir: Path,
+              save_best, show_progress: bool = True) -> dict[str, Any]:
+    """Train one stage; ``save_best(wrapped, path, info)`` writes the selected model. Returns a summary."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from transformers import get_linear_schedule_with_warmup
+
+    done_file = stage_dir / "done.json"
+    if done_file.exists():
+        return json.loads(done_file.read_text())
+    if not data.train or not data.val:
+        raise ValueError(f"{stage.name}: empty training or validation split")
+    steps_per_epoch = math.ceil(len(data.train) / cfg.batch_size)
+    total = steps_per_epoch * stage.epochs
+    optimizer = _optimizer(model, stage.lr, cfg.weight_decay)
+    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total), total)
+    if cfg.compile:
+        model.compile_layers()
+    wrapped, optimizer = accelerator.prepare(model, optimizer)
+    ckpt = stage_dir / "checkpoint"
+    state = load_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler) or StageState()
+    if state.global_step:
+        accelerator.print(f"{stage.name}: resuming from {ckpt} (epoch {state.epoch + 1}, "
+                          f"step {state.step_in_epoch}/{steps_per_epoch})")
+    targets = torch.tensor(data.targets, dtype=torch.float32)
+    rank, world = accelerator.process_index, accelerator.num_processes
+    wrapped.train()
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+               TextColumn("{task.fields[info]}")]
+    with Progress(*columns, disable=not (show_progress and accelerator.is_main_process)) as bar:
+        task = bar.add_task(stage.name, total=total, completed=state.global_step, info="")
+        for epoch in range(state.epoch, stage.epochs):
+            batches = epoch_batches(data.train, cfg.batch_size, cfg.seed, epoch)
+            running = []
+            for step in range(state.step_in_epoch, len(batches)):
+                loss = _train_step(wrapped, batches[step], rank, world, data, targets, cfg, accelerator)
+                if not math.isfinite(loss):
+                    optimizer.zero_grad(set_to_none=True)
+                    kept = f"the last good checkpoint is {ckpt}" if ckpt.exists() else "no checkpoint was written yet"
+                    raise TrainingError(
+                        f"{stage.name}: loss became {loss} at epoch {epoch + 1}, step {step + 1}; training stopped "
+                        f"without applying this step; {kept} (best model so far: {stage_dir / 'best'}). "
+                        f"Lower the learning rate (lr={stage.lr}) or check the targets, then rerun."
+                    )
+                if cfg.max_grad_norm:
+                    accelerator.clip_grad_norm_(wrapped.parameters(), cfg.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                running.append(loss)
+                state.global_step += 1
+                state.step_in_epoch = step + 1
+                bar.update(task, advance=1, info=f"epoch {epoch + 1} loss {sum(running) / len(running):.4f}")
+                if cfg.save_steps and state.global_step % cfg.save_steps == 0 and step + 1 < len(batches):
+                    save_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler, state)
+            val = validation_mse(wrapped, data, cfg, accelerator)
+            train_loss = sum(running) / len(running) if running else float("nan")
+            state.history.append({"epoch": epoch + 1, "train_loss": train_loss, "val_mse": val,
+                                  "lr": scheduler.get_last_lr()[0]})
+            if val < state.best_val:
+                state.best_val, state.best_epoch, state.bad_epochs = val, epoch + 1, 0
+                save_best(wrapped, stage_dir / "best", {"stage": stage.name, "epoch": epoch + 1, "val_mse": val})
+            else:
+                state.bad_epochs += 1
+            state.epoch, state.step_in_epoch = epoch + 1, 0
+            save_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler, state)
+            accelerator.print(f"{stage.name} epoch {epoch + 1}: train loss {train_loss:.4f}, val MSE {val:.4f}"
+                              f"{' (best)' if state.best_epoch == epoch + 1 else ''}")
+            if state.bad_epochs >= cfg.patience:
+                accelerator.print(f"{stage.name}: early stop, no val improvement for {cfg.patience} epochs")
+                break
+    summary = {"stage": stage.name, "best_val_mse": state.best_val, "best_epoch": state.best_epoch,
+               "epochs_run": state.epoch, "steps": state.global_step, "history": state.history,
+               "train_size": len(data.train), "val_size": len(data.val), "best": str(stage_dir / "best")}
+    if accelerator.is_main_process:
+        done_file.write_text(json.dumps(summary, indent=1))
+    accelerator.wait_for_everyone()
+    return summary
+
+
+def _train_step(wrapped, batch: list[int], rank: int, world: int, data: StageData, targets: torch.Tensor,
+                cfg: TrainConfig, accelerator) -> float:
+    """Forward/backward over this process's share of an optimizer batch; returns the global mean loss."""
+    shard = batch[rank::world]
+    weight = 1.0
+    if not shard:  # a short last batch: take part in the gradient sync with zero weight
+        shard, weight = batch[:1], 0.0
+    micro = make_batches(data.seqs, shard, data.pad_id, packing=cfg.packing,
+                         tokens_per_batch=cfg.tokens_per_batch, row_length=cfg.row_length,
+                         batch_size=cfg.micro_batch_size)
+    total = torch.zeros((), device=accelerator.device)
+    for j, mb in enumerate(micro):
+        sync = accelerator.no_sync(wrapped) if j < len(micro) - 1 else nullcontext()
+        with sync:
+            logits = wrapped(**mb.to(accelerator.device).model_inputs())
+            target = targets[mb.order].to(logits.device)
+            loss = per_question_loss(logits, target, cfg.loss).sum() * (weight / len(shard))
+            accelerator.backward(loss)
+        total += loss.detach()
+    return float(accelerator.reduce(total, reduction="mean"))

@@ -1,0 +1,159 @@
+"""ConfidenceModel: pooling, padding/packing invariance, LoRA targets, save/load, peft compatibility."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from elical.model import ConfidenceModel, ModelConfig, qa_prompt
+from elical.train.batching import pack_rows, packed_batches, padded_batch, tokenize_prompts
+
+QUESTIONS = [
+    "What is the capital of France?",
+    "Who wrote Hamlet?",
+    "Which river flows through Egypt? The quick brown fox jumps over the lazy dog 0 1 2 3 4 5 6 7 8 9.",
+    "1969?",
+    "In which year did it happen?",
+]
+
+
+@pytest.fixture(scope="module", params=["llama", "qwen2"])
+def tiny_dir(request, tmp_path_factory, tiny_tokenizer):
+    """A tiny causal LM of each architecture saved to a folder, as a user's model would be."""
+    from tiny import build_model
+
+    path = tmp_path_factory.mktemp(request.param)
+    build_model(tiny_tokenizer, request.param).save_pretrained(path)
+    tiny_tokenizer.save_pretrained(path)
+    return path
+
+
+def randomized(model: ConfidenceModel, seed: int = 1) -> ConfidenceModel:
+    """Give LoRA B and the head non-zero weights (fresh ones start at zero)."""
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.requires_grad:
+                param.normal_(0, 0.2)
+    return model.eval()
+
+
+def confidences(model, seqs, batches) -> torch.Tensor:
+    out = torch.full((len(seqs),), float("nan"))
+    with torch.no_grad():
+        for batch in batches:
+            out[batch.order] = torch.sigmoid(model(**batch.model_inputs()))
+    return out
+
+
+def encode(model):
+    prompts = [qa_prompt(model.tokenizer, q, model.config) for q in QUESTIONS]
+    seqs, _ = tokenize_prompts(model.tokenizer, prompts, 512)
+    return seqs
+
+
+def test_prompt_is_the_chat_templated_qa_prompt(tiny_tokenizer):
+    prompt = qa_prompt(tiny_tokenizer, "Who wrote Hamlet?", ModelConfig())
+    assert prompt == ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+                      "Answer the following question.\nQuestion: Who wrote Hamlet?<|im_end|>\n"
+                      "<|im_start|>assistant\n")
+
+
+def test_pooling_reads_last_real_token_on_either_side():
+    seqs = [[5, 6, 7], [8], [9, 10]]
+    for side in ("left", "right"):
+        batch = padded_batch(seqs, [0, 1, 2], pad_id=0, side=side)
+        flat = batch.input_ids.reshape(-1)[batch.pool_index].tolist()
+        assert flat == [7, 8, 10]
+        assert batch.real_tokens == 6
+    packed = packed_batches(seqs, [0, 1, 2], pad_id=0, tokens_per_batch=8, row_length=4)
+    pooled = {q: b.input_ids.reshape(-1)[p].item() for b in packed for q, p in zip(b.order, b.pool_index)}
+    assert pooled == {0: 7, 1: 8, 2: 10}
+    assert sum(b.real_tokens for b in packed) == 6
+
+
+def test_pack_rows_fits_every_sequence_once():
+    lengths = [5, 3, 7, 2, 2, 8, 1]
+    rows = pack_rows(lengths, 8)
+    assert sorted(i for row in rows for i in row) == list(range(len(lengths)))
+    assert all(sum(lengths[i] for i in row) <= 8 for row in rows)
+    assert len(rows) == 4  # 28 tokens need at least 4 rows of 8
+
+
+def test_lora_on_all_linear_layers_and_not_on_head(tiny_dir):
+    model = ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir)))
+    adapted = {n.split(".lora_A")[0].rsplit(".", 1)[-1] for n in model.lora_parameters() if ".lora_A" in n}
+    assert adapted == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert all("lora_" in n or ".score." in n for n in trainable)
+    assert any(".score." in n for n in trainable)
+    backbone = [p for n, p in model.named_parameters() if "lora_" not in n and ".score." not in n]
+    assert not any(p.requires_grad for p in backbone)
+    first = next(iter(model.lora_parameters().values()))
+    assert first.shape[0] == 8 or first.shape[1] == 8  # r = 8
+
+
+def test_confidence_does_not_depend_on_padding_side_batch_or_packing(tiny_dir):
+    model = randomized(ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir))))
+    seqs = encode(model)
+    pad = model.tokenizer.pad_token_id
+    alone = confidences(model, seqs, [padded_batch(seqs, [i], pad) for i in range(len(seqs))])
+    assert alone.min() > 0.01 and alone.max() < 0.99 and alone.std() > 1e-4  # not degenerate
+    for side in ("left", "right"):
+        together = confidences(model, seqs, [padded_batch(seqs, list(range(len(seqs))), pad, side)])
+        torch.testing.assert_close(together, alone, atol=1e-5, rtol=0)
+    other = confidences(model, seqs, [padded_batch(seqs, [3, 0, 4], pad), padded_batch(seqs, [2, 1], pad)])
+    torch.testing.assert_close(other, alone, atol=1e-5, rtol=0)
+    packed = confidences(model, seqs, packed_batches(seqs, range(len(seqs)), pad, 256, 64))
+    torch.testing.assert_close(packed, alone, atol=1e-5, rtol=0)
+
+
+def test_save_load_gives_identical_predictions_in_standard_peft_format(tiny_dir, tmp_path):
+    from peft import PeftModel
+    from transformers import AutoModelForSequenceClassification
+
+    from elical.model import build_head
+
+    model = randomized(ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir))))
+    seqs = encode(model)
+    pad = model.tokenizer.pad_token_id
+    before = confidences(model, seqs, [padded_batch(seqs, list(range(len(seqs))), pad)])
+    model.save(tmp_path / "m", meta={"note": "test"})
+    adapter = json.loads((tmp_path / "m" / "adapter_config.json").read_text())
+    assert adapter["task_type"] == "SEQ_CLS" and "score" in adapter["modules_to_save"]
+    assert adapter["r"] == 8 and adapter["lora_alpha"] == 16
+    for merge in (True, False):
+        loaded = ConfidenceModel.load(tmp_path / "m", merge=merge)
+        after = confidences(loaded, seqs, [padded_batch(seqs, list(range(len(seqs))), pad)])
+        torch.testing.assert_close(after, before, atol=1e-5, rtol=0)
+    # The same folder loads with plain transformers + peft, and HF's own last-non-pad pooling agrees.
+    hf = AutoModelForSequenceClassification.from_pretrained(tiny_dir, num_labels=1, pad_token_id=pad)
+    hf.score = build_head(hf.config.hidden_size, "linear")
+    hf = PeftModel.from_pretrained(hf, tmp_path / "m").eval()
+    batch = padded_batch(seqs, list(range(len(seqs))), pad, "right")
+    with torch.no_grad():
+        logits = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits.squeeze(-1)
+    torch.testing.assert_close(torch.sigmoid(logits), before, atol=1e-5, rtol=0)
+
+
+def test_head_only_mlp_model_round_trip(tiny_dir, tmp_path):
+    config = ModelConfig(base_model=str(tiny_dir), lora=False, head="mlp")
+    model = randomized(ConfidenceModel.create(config))
+    assert not model.lora_parameters()
+    hidden = model.classifier.config.hidden_size
+    sizes = [m.out_features for m in model.head.modules() if isinstance(m, torch.nn.Linear)]
+    assert sizes == [hidden // 2, hidden // 4, 1]
+    seqs = encode(model)
+    pad = model.tokenizer.pad_token_id
+    before = confidences(model, seqs, [padded_batch(seqs, list(range(len(seqs))), pad)])
+    model.save(tmp_path / "h")
+    after = confidences(ConfidenceModel.load(tmp_path / "h"), seqs,
+                        [padded_batch(seqs, list(range(len(seqs))), pad)])
+    torch.testing.assert_close(after, before, atol=1e-6, rtol=0)
+
+
+def test_load_names_a_folder_that_is_not_a_model(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a saved elical model folder"):
+        ConfidenceModel.load(tmp_path)
