@@ -1,0 +1,122 @@
+"""File-level entry points of ``elical honesty-tune`` and ``elical honesty-eval`` (the CLI only parses)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from elical.honesty.builders import build_examples, check_records, summarize
+from elical.honesty.config import HonestyConfig
+from elical.honesty.tune import TuneResult
+
+
+def load_config(path: str | os.PathLike | None, **overrides) -> HonestyConfig:
+    """The config from YAML (``honesty:`` section or bare) or defaults, with command-line overrides."""
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    tune_keys = set(HonestyConfig.model_fields["tune"].annotation.model_fields)
+    tune_over = {k: clean.pop(k) for k in list(clean) if k in tune_keys}
+    config = HonestyConfig.from_yaml(path, **clean) if path else HonestyConfig(**clean)
+    if tune_over:
+        config = config.model_copy(update={"tune": config.tune.model_copy(update=tune_over)})
+    return HonestyConfig.model_validate(config.model_dump())
+
+
+def tune_from_files(
+    records: Sequence[str | os.PathLike], model: str, out: str | os.PathLike, config: HonestyConfig, progress: bool = True
+) -> tuple[TuneResult, dict]:
+    """Build the method's examples from record files (checked first), tune LoRA on the model, save."""
+    from elical.annotate.models import load_causal_lm
+    from elical.honesty.tune import tune
+    from elical.records import read_records
+
+    loaded = check_records(read_records(list(records)))
+    examples = build_examples(loaded, config.method, config)
+    lm, tokenizer, source = load_causal_lm(model, device=config.tune.device)
+    result = tune(examples, lm, tokenizer, config, out, progress=progress, base_name=source.name or model)
+    meta_path = Path(out) / "tune_meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["base_model_spec"] = model
+    meta["records"] = [str(p) for p in records]
+    meta_path.write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    return result, summarize(examples)
+
+
+def eval_from_files(
+    model: str,
+    adapter: str | os.PathLike,
+    out: str | os.PathLike,
+    config: HonestyConfig,
+    records: Sequence[str | os.PathLike] = (),
+    honesty_data: str | os.PathLike | None = None,
+    limit: int | None = None,
+    predictions: str | os.PathLike | None = None,
+    val_records: Sequence[str | os.PathLike] = (),
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Answer record questions and/or PUQA/PKQA with and without the adapter, score, optionally add the
+    EliCal gate (prediction file + validation records), and write the table under ``out``."""
+    from elical.annotate.models import load_causal_lm
+    from elical.honesty.evaluate import evaluate_adapter, items_from_records, load_honesty_dir, write_scores
+    from elical.records import read_records
+
+    items = []
+    if records:
+        loaded = read_records(list(records))
+        items += items_from_records(loaded[:limit] if limit else loaded)
+    if honesty_data:
+        items += load_honesty_dir(honesty_data, limit=limit)
+    if not items:
+        raise ValueError("nothing to evaluate: give --records and/or --honesty-data")
+    if predictions and not val_records:
+        raise ValueError("the EliCal gate needs --val-records (tau is chosen on a validation split, never the evaluated set)")
+    if not Path(adapter, "adapter_config.json").exists():
+        raise FileNotFoundError(f"no peft adapter in {adapter} (expected adapter_config.json; honesty-tune writes OUT/adapter)")
+    val = read_records(list(val_records)) if predictions else []
+    lm, tokenizer, _ = load_causal_lm(model, device=config.tune.device)
+    method = _method_of(adapter) or "aligned"
+    table, answers = evaluate_adapter(lm, tokenizer, adapter, items, config, None, method, progress)
+    meta = {"config": config.model_dump(), "adapter": str(adapter), "model": model}
+    if predictions:
+        table, answers, gate_meta = _add_gate(table, answers, items, val, predictions, config)
+        meta["gate"] = gate_meta
+    write_scores(table, out, meta=meta)
+    answers.to_parquet(Path(out) / "answers.parquet", index=False)
+    return table
+
+
+def _method_of(adapter: str | os.PathLike) -> str | None:
+    """The method an adapter was tuned with (from honesty-tune's meta file next to it)."""
+    meta = Path(adapter).parent / "tune_meta.json"
+    return json.loads(meta.read_text()).get("method") if meta.exists() else None
+
+
+def _add_gate(table, answers, items, val, predictions, config):
+    import numpy as np
+
+    from elical.honesty.compare import GATE_METHOD, fit_gate
+    from elical.honesty.evaluate import answer_table, score_rows
+    from elical.honesty.gate import confidences_for, gate_answers, gated_texts
+    from elical.predictions import read_predictions
+
+    preds = read_predictions(predictions)
+    gate = fit_gate(val, preds.confidence, config)
+    eval_ids = {i.id for i in items}
+    if eval_ids & {r.id for r in val}:
+        raise ValueError("validation and evaluation questions overlap: tau must not be chosen on the evaluated set")
+    keep = [i for i in items if i.id in preds.confidence]
+    if not keep:
+        raise KeyError(f"none of the evaluated questions has a confidence in {predictions}")
+    unaligned = answers[answers["method"] == "unaligned"].drop(columns="method").set_index("id").loc[[i.id for i in keep]].reset_index()
+    answered = gate_answers(confidences_for([i.id for i in keep], preds.confidence), gate.tau)
+    gated = answer_table(keep, gated_texts(list(unaligned["answer"]), answered, config.refusal), config)
+    rows = pd.DataFrame(score_rows(GATE_METHOD, unaligned, gated))
+    table = pd.concat([table, rows], ignore_index=True)
+    table["tau"] = np.where(table["method"] == GATE_METHOD, gate.tau, np.nan)
+    answers = pd.concat([answers, gated.assign(method=GATE_METHOD)], ignore_index=True)
+    gate_meta = {"tau": gate.tau, "objective": gate.objective, "validation_score": gate.validation_score,
+                 "n_validation": gate.n_validation, "predictions": str(predictions), "evaluated_with_confidence": len(keep)}
+    return table, answers, gate_meta

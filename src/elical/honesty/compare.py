@@ -1,0 +1,152 @@
+"""One table: the unaligned model, the fine-tuning methods and the EliCal confidence gate, scored
+with the same honesty metrics on the same questions.
+
+``run_honesty_comparison`` is what ``elical run`` calls when its config asks for honesty results.
+Each method's adapter is saved under ``out_dir/<method>/``; a rerun loads adapters already there
+instead of training them again.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import random
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from elical.data.items import QAItem
+from elical.honesty.builders import HonestyInputError, build_examples, check_records
+from elical.honesty.config import METHODS, HonestyConfig
+from elical.honesty.evaluate import answer_table, generate_answers, items_from_records, score_rows, write_scores
+from elical.honesty.gate import Gate, choose_tau, confidences_for, gate_answers, gated_texts
+from elical.records import Record
+
+GATE_METHOD = "elical-gate"
+
+
+def split_validation(records: Sequence[Record], fraction: float, seed: int) -> tuple[list[Record], list[Record]]:
+    """Seeded (tune, validation) split of the training records; validation gets round(fraction * n) >= 1."""
+    if len(records) < 2:
+        raise HonestyInputError(f"need at least 2 training records to split off a validation set, got {len(records)}")
+    ids = sorted(r.id for r in records)
+    random.Random(seed).shuffle(ids)
+    val_ids = set(ids[: max(1, round(fraction * len(ids)))])
+    return [r for r in records if r.id not in val_ids], [r for r in records if r.id in val_ids]
+
+
+def fit_gate(val_records: Sequence[Record], confidences: Mapping[str, float], config: HonestyConfig) -> Gate:
+    """tau on validation records: their greedy correctness against their EliCal confidence."""
+    usable = check_records(val_records, need_samples=False, need_greedy=True)
+    conf = confidences_for([r.id for r in usable], confidences, "validation records")
+    return choose_tau(conf, [bool(r.greedy_correct) for r in usable], config.gate_objective)
+
+
+def _aligned_model(model: Any, tokenizer: Any, method: str, records: Sequence[Record], config: HonestyConfig,
+                   out: Path | None, progress: bool, base_name: str | None) -> Any:
+    """A tuned copy of the generator for one method (loaded from out/<method>/adapter when already there)."""
+    from elical.honesty.tune import tune
+
+    fresh = copy.deepcopy(model)
+    adapter = out / method / "adapter" if out is not None else None
+    if adapter is not None and (adapter / "adapter_config.json").exists() and (out / method / "tune_meta.json").exists():
+        from peft import PeftModel
+
+        return PeftModel.from_pretrained(fresh, str(adapter)).eval()
+    examples = build_examples(records, method, config)
+    return tune(examples, fresh, tokenizer, config, out / method if out is not None else None,
+                progress=progress, base_name=base_name).model
+
+
+def run_honesty_comparison(
+    train_records: Sequence[Record],
+    eval_records: Sequence[Record],
+    confidences: Mapping[str, float] | None,
+    model: Any,
+    tokenizer: Any,
+    config: HonestyConfig | None = None,
+    out_dir: str | Path | None = None,
+    methods: Sequence[str] = METHODS,
+    val_records: Sequence[Record] | None = None,
+    extra_items: Sequence[QAItem] = (),
+    progress: bool = True,
+    base_name: str | None = None,
+) -> pd.DataFrame:
+    """Score the unaligned generator, each fine-tuning method and the EliCal gate on ``eval_records``
+    (plus ``extra_items``, e.g. PUQA/PKQA from :func:`load_honesty_dir`); return the table.
+
+    * ``train_records``: annotated with k samples and their correctness (the tuning data);
+    * ``confidences``: EliCal confidence per record id, for the validation and evaluated questions
+      (None: no gate row); questions without one get no gate row, with a warning;
+    * ``val_records``: where tau is chosen (need greedy correctness); default: a seeded
+      ``config.val_fraction`` of ``train_records``, then left out of the tuning data too.
+    ``model`` is not changed: each method tunes a copy.
+    """
+    config = config or HonestyConfig()
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; expected some of {', '.join(METHODS)}")
+    train = check_records(train_records)
+    if not eval_records and not extra_items:
+        raise HonestyInputError("no evaluation questions given")
+    if confidences is not None and val_records is None:
+        train, val_records = split_validation(train, config.val_fraction, config.seed)
+    items = items_from_records(eval_records) + list(extra_items)
+    ids = [i.id for i in items]
+    if len(set(ids)) != len(ids):
+        raise HonestyInputError("evaluation questions repeat an id; give each question once")
+    if val_records is not None and set(ids) & {r.id for r in val_records}:
+        raise HonestyInputError("validation and evaluation questions overlap: tau must not be chosen on the evaluated set")
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        config.to_yaml(out / "honesty.yaml")
+
+    from elical.annotate.backends.hf import HFBackend
+
+    before = generate_answers(HFBackend(model, tokenizer, batch_size=config.batch_size), items, config, progress, "unaligned")
+    unaligned = answer_table(items, before, config)
+    rows = score_rows("unaligned", unaligned, unaligned)
+    frames = [unaligned.assign(method="unaligned")]
+
+    for method in methods:
+        aligned_model = _aligned_model(model, tokenizer, method, train, config, out, progress, base_name)
+        after = generate_answers(HFBackend(aligned_model, tokenizer, batch_size=config.batch_size), items, config, progress, method)
+        table = answer_table(items, after, config)
+        rows += score_rows(method, unaligned, table)
+        frames.append(table.assign(method=method))
+        del aligned_model
+        gc.collect()
+
+    gate: Gate | None = None
+    if confidences is not None:
+        gate = fit_gate(val_records or [], confidences, config)
+        has = np.array([i in confidences for i in ids])
+        if not has.all():
+            warnings.warn(f"{int((~has).sum())} evaluation question(s) have no EliCal confidence; the gate row leaves them out", stacklevel=2)
+        if has.any():
+            keep = [i for i, h in zip(items, has) if h]
+            answered = gate_answers(confidences_for([i.id for i in keep], confidences), gate.tau)
+            base = unaligned[has].reset_index(drop=True)
+            texts = gated_texts(list(base["answer"]), answered, config.refusal)
+            table = answer_table(keep, texts, config)
+            rows += score_rows(GATE_METHOD, base, table)
+            frames.append(table.assign(method=GATE_METHOD))
+
+    result = pd.DataFrame(rows)
+    result["tau"] = np.where(result["method"] == GATE_METHOD, gate.tau if gate else np.nan, np.nan)
+    if out is not None:
+        meta: dict[str, Any] = {"config": config.model_dump(), "methods": list(methods), "tuning_records": len(train),
+                                "evaluated": len(items)}
+        if gate is not None:
+            meta["gate"] = {"tau": gate.tau, "objective": gate.objective, "validation_score": gate.validation_score,
+                            "n_validation": gate.n_validation}
+        write_scores(result, out, "honesty_comparison", meta)
+        pd.concat(frames, ignore_index=True).to_parquet(out / "answers.parquet", index=False)
+        (out / "gate.json").write_text(json.dumps(meta.get("gate"), indent=2), encoding="utf-8")
+    return result
