@@ -139,6 +139,66 @@ def annotate_merge(
     console.print(f"Merged {len(records)} records into {out} ({sum(r.failed for r in records)} failed)")
 
 
+@app.command("honesty-tune")
+def honesty_tune(
+    records: list[Path] = typer.Argument(..., help="Annotated record files (k samples with their correctness)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for adapter/, honesty.yaml, examples.jsonl, tune_meta.json."),
+    model: str = typer.Option("smollm2", help="Generator to tune: alias (smollm2), .gguf file or folder."),
+    method: str = typer.Option(None, help="sft, absolute, confidence-num, confidence-verb or multisample (default: multisample)."),
+    config: Path = typer.Option(None, "--config", "-c", help="YAML HonestyConfig (a 'honesty:' section or bare settings)."),
+    refusal: str = typer.Option(None, help="The refusal sentence the model learns."),
+    steps: int = typer.Option(None, "--steps", help="Optimizer steps (overrides epochs)."),
+    epochs: float = typer.Option(None, help="Passes over the examples."),
+    lr: float = typer.Option(None, "--lr", help="Learning rate."),
+    batch_size: int = typer.Option(None, help="Examples per step."),
+    seed: int = typer.Option(None, help="Seed of shuffling and LoRA init."),
+    device: str = typer.Option(None, help="cpu, cuda, ... (default: auto)."),
+) -> None:
+    """LoRA-tune the generator with an Alignment-for-Honesty method (loss on the answer tokens)."""
+    from rich.console import Console
+
+    from elical.honesty.commands import load_config, tune_from_files
+
+    console = Console()
+    with _user_errors(console):
+        cfg = load_config(config, method=method, refusal=refusal, seed=seed, max_steps=steps, epochs=epochs,
+                          learning_rate=lr, batch_size=batch_size, device=device)
+        result, counts = tune_from_files(records, model, out, cfg)
+    console.print(f"{cfg.method}: {counts['examples']} examples ({counts['refusals']} refusals) from {counts['questions']} "
+                  f"questions, {result.steps} steps, loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}; "
+                  f"adapter in {result.adapter_dir}")
+
+
+@app.command("honesty-eval")
+def honesty_eval(
+    adapter: Path = typer.Option(..., "--adapter", "-a", help="Adapter folder written by honesty-tune (OUT/adapter)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for honesty.csv/.md/.json and answers.parquet."),
+    model: str = typer.Option("smollm2", help="The unaligned generator the adapter was tuned on."),
+    records: list[Path] = typer.Option([], "--records", "-r", help="Record files whose questions to answer (gold aliases judged)."),
+    honesty_data: Path = typer.Option(None, help="Folder with puqa*.jsonl / pkqa*.jsonl (refuse all / answer all)."),
+    limit: int = typer.Option(None, help="First N questions of each source."),
+    predictions: Path = typer.Option(None, help="EliCal prediction file: adds the confidence-gated row."),
+    val_records: list[Path] = typer.Option([], help="Validation records (greedy correctness) where the gate's tau is chosen."),
+    config: Path = typer.Option(None, "--config", "-c", help="YAML HonestyConfig (default: the one saved beside the adapter)."),
+    max_new_tokens: int = typer.Option(None, help="Longest answer in tokens."),
+    device: str = typer.Option(None, help="cpu, cuda, ... (default: auto)."),
+) -> None:
+    """Answer with and without the adapter; score over-conservativeness, prudence, honesty and accuracy."""
+    from rich.console import Console
+
+    from elical.honesty.commands import eval_from_files, load_config
+
+    console = Console()
+    saved = adapter.parent / "honesty.yaml"
+    with _user_errors(console):
+        cfg = load_config(config or (saved if saved.exists() else None), max_new_tokens=max_new_tokens, device=device)
+        table = eval_from_files(model, adapter, out, cfg, records, honesty_data, limit, predictions, val_records)
+    from elical.honesty.evaluate import markdown_table
+
+    console.print(markdown_table(table))
+    console.print(f"Wrote {out / 'honesty.csv'} and {out / 'answers.parquet'}")
+
+
 def _split_assignment(item: str, option: str) -> tuple[str, str]:
     key, sep, value = item.partition("=")
     if not sep or not key or not value:
@@ -158,6 +218,28 @@ def _user_errors(console):
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         console.print(f"[red]error:[/red] {message}")
         raise typer.Exit(2) from None
+
+@app.command("run")
+def run(
+    config: Path = typer.Option(None, "--config", "-c", help="YAML merged over the preset (any RunConfig key)."),
+    preset: str = typer.Option("default", "--preset", "-p", help="Packaged preset: default (synthetic world) or smollm2-geo."),
+    out: Path = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>); rerun to resume."),
+    model: str = typer.Option(None, help="Answering model (world: LM folder; geo: alias or path)."),
+) -> None:
+    """The whole pipeline: annotate, baselines, train Eli-Only/Cal-Only/EliCal over budgets and seeds, evaluate, report."""
+    from rich.console import Console
+
+    from elical.run.config import load_run_config
+    from elical.run.pipeline import run_pipeline
+
+    console = Console()
+    with _user_errors(console):
+        cfg = load_run_config(preset, config, {"model": model} if model else None)
+        result = run_pipeline(cfg, out or Path("runs") / cfg.name, log=console.print)
+    total = sum(result.timings.values())
+    console.print(f"Report: {result.report} (total {total:.0f} s: "
+                  + ", ".join(f"{k} {v:.0f} s" for k, v in result.timings.items()) + ")")
+
 
 world_app = typer.Typer(help="The synthetic knowledge world and its tiny LM (the default subject of `elical run`).",
                         no_args_is_help=True)
