@@ -117,12 +117,7 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
                 loss = _train_step(wrapped, batches[step], rank, world, data, targets, cfg, accelerator)
                 if not math.isfinite(loss):
                     optimizer.zero_grad(set_to_none=True)
-                    kept = f"the last good checkpoint is {ckpt}" if ckpt.exists() else "no checkpoint was written yet"
-                    raise TrainingError(
-                        f"{stage.name}: loss became {loss} at epoch {epoch + 1}, step {step + 1}; training stopped "
-                        f"without applying this step; {kept} (best model so far: {stage_dir / 'best'}). "
-                        f"Lower the learning rate (lr={stage.lr}) or check the targets, then rerun."
-                    )
+                    raise _stopped(f"loss became {loss}", stage, epoch, step, ckpt, stage_dir)
                 if cfg.max_grad_norm:
                     accelerator.clip_grad_norm_(wrapped.parameters(), cfg.max_grad_norm)
                 optimizer.step()
@@ -133,7 +128,9 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
                 state.step_in_epoch = step + 1
                 bar.update(task, advance=1, info=f"epoch {epoch + 1} loss {sum(running) / len(running):.4f}")
                 if cfg.save_steps and state.global_step % cfg.save_steps == 0 and step + 1 < len(batches):
+                    _check_finite(wrapped, stage, epoch, step, ckpt, stage_dir)
                     save_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler, state)
+            _check_finite(wrapped, stage, epoch, len(batches) - 1, ckpt, stage_dir)
             val = validation_mse(wrapped, data, cfg, accelerator)
             train_loss = sum(running) / len(running) if running else float("nan")
             state.history.append({"epoch": epoch + 1, "train_loss": train_loss, "val_mse": val,
@@ -157,6 +154,23 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
         done_file.write_text(json.dumps(summary, indent=1))
     accelerator.wait_for_everyone()
     return summary
+
+
+def _stopped(what: str, stage: Stage, epoch: int, step: int, ckpt: Path, stage_dir: Path) -> TrainingError:
+    kept = f"the last good checkpoint is {ckpt}" if ckpt.exists() else "no checkpoint was written yet"
+    return TrainingError(
+        f"{stage.name}: {what} at epoch {epoch + 1}, step {step + 1}; training stopped and nothing non-finite "
+        f"was saved; {kept} (best model so far: {stage_dir / 'best'}). Lower the learning rate "
+        f"(lr={stage.lr}) or check the targets, then rerun the same command to resume."
+    )
+
+
+def _check_finite(wrapped, stage: Stage, epoch: int, step: int, ckpt: Path, stage_dir: Path) -> None:
+    """Refuse to checkpoint weights that overflowed (a finite loss can precede non-finite weights)."""
+    with torch.no_grad():
+        bad = [n for n, p in wrapped.named_parameters() if p.requires_grad and not torch.isfinite(p).all()]
+    if bad:
+        raise _stopped(f"weights became non-finite ({bad[0]})", stage, epoch, step, ckpt, stage_dir)
 
 
 def _train_step(wrapped, batch: list[int], rank: int, world: int, data: StageData, targets: torch.Tensor,

@@ -1,0 +1,215 @@
+"""Training on tiny real models: learning, two-stage EliCal, errors before training, NaN stop, resume,
+head-only with cached features, prediction files and the CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+
+from elical.records import Record, write_jsonl
+from elical.train.config import TrainConfig
+from elical.train.targets import MissingFieldError
+
+GOOD_WORDS = ["capital", "France", "Paris", "Egypt", "Nile"]
+BAD_WORDS = ["fox", "dog", "lazy", "quick", "brown"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tiny_tokenizer):
+    """A tiny Llama whose tokenizer has no chat template: the prompt ends with the question's last
+    word, which a random 2-layer model carries to the pooled token strongly enough to learn from
+    in a few steps (the chat template's fixed tail would need many epochs)."""
+    import copy
+
+    from tiny import build_model
+
+    path = tmp_path_factory.mktemp("llama")
+    build_model(tiny_tokenizer, "llama").save_pretrained(path)
+    tokenizer = copy.deepcopy(tiny_tokenizer)
+    tokenizer.chat_template = None
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def learnable_records(n: int = 40, k: int = 4, seed: int = 0) -> list[Record]:
+    """Questions about capitals are answered consistently and correctly; those about foxes are not."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(n):
+        good = i % 2 == 0
+        words = GOOD_WORDS if good else BAD_WORDS
+        question = " ".join(rng.choice(words) for _ in range(rng.randint(3, 6)))
+        labels = [int(good)] * k
+        records.append(Record(question=f"{i} {question}", answers=["x"], dataset="ab"[i % 4 // 2],
+                              samples=["s"] * k, sample_consistent=labels, sample_correct=labels,
+                              greedy_correct=int(good)))
+    return records
+
+
+@pytest.fixture(scope="module")
+def records_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("records") / "train.jsonl"
+    write_jsonl(learnable_records(), path)
+    return path
+
+
+def config(model_dir, out, **overrides) -> TrainConfig:
+    settings = dict(model=str(model_dir), output_dir=str(out), batch_size=8, epochs_stage1=2, epochs_stage2=2,
+                    lr=1e-2, tokens_per_batch=512, row_length=128, val_fraction=0.25, warmup_ratio=0.0,
+                    save_steps=0)
+    settings.update(overrides)
+    return TrainConfig(**settings)
+
+
+def test_loss_falls_on_a_learnable_target(model_dir, records_file, tmp_path):
+    from elical.train.trainer import train
+
+    result = train(config(model_dir, tmp_path, mode="cal-only", epochs_stage2=5), [records_file],
+                   show_progress=False)
+    history = result["stages"][0]["history"]
+    assert history[-1]["train_loss"] < 0.6 * history[0]["train_loss"], history
+    assert min(h["val_mse"] for h in history) < 0.2, history
+    saved = json.loads((tmp_path / "model" / "elical_model.json").read_text())
+    assert saved["train"]["seed"] == 0 and saved["train"]["config"]["mode"] == "cal-only"
+    assert saved["train"]["provenance"]["versions"]["torch"]
+    assert (tmp_path / "train_config.yaml").exists()
+
+
+def test_elical_stage2_keeps_training_lora_and_head(model_dir, records_file, tmp_path):
+    from safetensors.torch import load_file
+
+    from elical.train.trainer import train
+
+    result = train(config(model_dir, tmp_path, mode="elical", budget=24), [records_file], show_progress=False)
+    assert [s["stage"] for s in result["stages"]] == ["stage1-eli", "stage2-cal"]
+    assert result["stages"][1]["train_size"] + result["stages"][1]["val_size"] == 24
+    stage1 = load_file(tmp_path / "stage1-eli" / "best" / "adapter_model.safetensors")
+    stage2 = load_file(tmp_path / "stage2-cal" / "best" / "adapter_model.safetensors")
+    assert stage1.keys() == stage2.keys()
+    lora = [k for k in stage1 if "lora_" in k]
+    head = [k for k in stage1 if "score" in k]
+    assert lora and head
+    assert any(not torch.equal(stage1[k], stage2[k]) for k in lora), "stage 2 left the LoRA weights unchanged"
+    assert any(not torch.equal(stage1[k], stage2[k]) for k in head)
+
+
+@pytest.mark.parametrize(
+    ("mode", "strip", "message"),
+    [("eli-only", "sample_consistent", "consistency_judgement"),
+     ("cal-only", "sample_correct", "sampling_correctness"),
+     ("elical", "sample_consistent", "consistency_judgement")],
+)
+def test_missing_fields_stop_before_any_training(tmp_path, mode, strip, message):
+    from elical.train.trainer import train
+
+    records = learnable_records(8)
+    for rec in records:
+        setattr(rec, strip, None)
+    write_jsonl(records, tmp_path / "r.jsonl")
+    # The model path does not exist: the error must come before any model is loaded.
+    cfg = TrainConfig(model=str(tmp_path / "no-such-model"), mode=mode, output_dir=str(tmp_path / "out"))
+    with pytest.raises(MissingFieldError, match=message):
+        train(cfg, [tmp_path / "r.jsonl"], show_progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_greedy_calibration_target_needs_greedy_correctness(tmp_path):
+    from elical.train.trainer import train
+
+    records = learnable_records(8)
+    for rec in records:
+        rec.greedy_correct = None
+    write_jsonl(records, tmp_path / "r.jsonl")
+    cfg = TrainConfig(model="unused", mode="cal-only", cal_target="greedy", output_dir=str(tmp_path / "o"))
+    with pytest.raises(MissingFieldError, match="greedy_correctness"):
+        train(cfg, [tmp_path / "r.jsonl"], show_progress=False)
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(model_dir, records_file, tmp_path):
+    from elical.train.loop import TrainingError
+    from elical.train.trainer import train
+
+    # Warm-up makes the first step's learning rate 0 (a good checkpoint); the second step overflows.
+    cfg = config(model_dir, tmp_path, mode="eli-only", lr=1e30, save_steps=1, max_grad_norm=0.0,
+                 epochs_stage1=3, warmup_ratio=0.5)
+    with pytest.raises(TrainingError, match=r"became (nan|inf|non-finite).*last good checkpoint is"):
+        train(cfg, [records_file], show_progress=False)
+    ckpt = tmp_path / "stage1-eli" / "checkpoint"
+    saved = torch.load(ckpt / "trainable.pt", weights_only=False)
+    assert saved["params"] and all(torch.isfinite(v).all() for v in saved["params"].values())
+    assert json.loads((ckpt / "state.json").read_text())["global_step"] >= 1
+
+
+def test_killed_run_resumes_with_the_same_command(model_dir, records_file, tmp_path, monkeypatch, capsys):
+    import elical.train.loop as loop
+    from elical.model import ConfidenceModel
+    from elical.train.trainer import train
+
+    straight = train(config(model_dir, tmp_path / "a", mode="eli-only", save_steps=2), [records_file],
+                     show_progress=False)
+    real_step, calls = loop._train_step, {"n": 0}
+
+    def dying_step(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 6:  # mid second epoch (4 steps per epoch), after a step-2 checkpoint
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "_train_step", dying_step)
+    cfg = config(model_dir, tmp_path / "b", mode="eli-only", save_steps=2)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, [records_file], show_progress=False)
+    monkeypatch.setattr(loop, "_train_step", real_step)
+    resumed = train(cfg, [records_file], show_progress=False)
+    assert "resuming" in capsys.readouterr().out
+    assert resumed["stages"][0]["steps"] == straight["stages"][0]["steps"]
+    assert [h["val_mse"] for h in resumed["stages"][0]["history"]] == pytest.approx(
+        [h["val_mse"] for h in straight["stages"][0]["history"]], abs=1e-6)
+    a = ConfidenceModel.load(tmp_path / "a" / "model", merge=False).lora_parameters()
+    b = ConfidenceModel.load(tmp_path / "b" / "model", merge=False).lora_parameters()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_head_only_caches_features_and_learns(model_dir, records_file, tmp_path):
+    from elical.train.trainer import train
+
+    cfg = config(model_dir, tmp_path, mode="head-only", head="mlp", epochs_stage2=30, lr_head_only=1e-2)
+    first = train(cfg, [records_file], show_progress=False)
+    cached = list((tmp_path / "cache").glob("features-*.pt"))
+    assert len(cached) == 1
+    history = first["stages"][0]["history"]
+    assert history[-1]["train_loss"] < history[0]["train_loss"]
+    stamp = cached[0].stat().st_mtime_ns
+    train(cfg.model_copy(update={"output_dir": str(tmp_path)}), [records_file], show_progress=False)
+    assert cached[0].stat().st_mtime_ns == stamp  # read from the cache, not recomputed
+
+
+def test_predict_writes_the_prediction_format(model_dir, records_file, tmp_path):
+    from elical.predictions import read_predictions
+    from elical.records import read_records
+    from elical.train.predict import predict_files
+    from elical.train.trainer import train
+
+    train(config(model_dir, tmp_path, mode="cal-only", epochs_stage2=1), [records_file], show_progress=False)
+    qa = tmp_path / "nq_test.jsonl"
+    qa.write_text("".join(json.dumps({"question": q, "answer": ["x"]}) + "\n"
+                          for q in ["capital France?", "fox dog?", "Nile year?"]))
+    assert predict_files(tmp_path / "model", [qa], tmp_path / "p.parquet", method="elical-test") == 3
+    preds = read_predictions(tmp_path / "p.parquet")
+    assert preds.method == "elical-test"
+    assert set(preds.confidence) == {r.id for r in read_records(qa)}
+    assert all(0 < c < 1 for c in preds.confidence.values())
+    assert preds.meta["train"]["config"]["mode"] == "cal-only"
+
+
+def test_config_from_yaml_rejects_unknown_keys(tmp_path):
+    (tmp_path / "c.yaml").write_text("model: m\nmode: elical\nbudget: 1000\n")
+    cfg = TrainConfig.from_yaml(tmp_path / "c.yaml")
+    assert cfg.budget == 1000 and cfg.lora_r == 8 and cfg.lora_alpha == 16 and cfg.weight_decay == 0.1
+    assert cfg.stage2_epochs(1000) == 50 and cfg.stage2_epochs(20_000) == 15
+    (tmp_path / "bad.yaml").write_text("model: m\nlearning_rate: 1\n")
+    with pytest.raises(ValueError, match="learning_rate"):
+        TrainConfig.from_yaml(tmp_path / "bad.yaml")
