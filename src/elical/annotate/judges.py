@@ -116,7 +116,7 @@ class MatchJudge(Judge):
         refs = [normalize(r) for r in query.references]
         if query.task == "correctness":
             return True if any(contains_words(answer, r) for r in refs) else None
-        if any(answer == r or contains_words(answer, r) or contains_words(r, answer) for r in refs):
+        if answer and any(answer == r or contains_words(answer, r) or contains_words(r, answer) for r in refs):
             return True
         return None
 

@@ -56,6 +56,7 @@ class Generation:
     tokens: list[str] = field(default_factory=list)
     token_logprobs: list[float] | None = None
     finish_reason: str = "stop"
+    token_ids: list[int] | None = None  # where the backend knows them (HF, vLLM)
 
     @property
     def cumulative_logprob(self) -> float | None:

@@ -207,4 +207,5 @@ class HFBackend(Backend):
             tokens=tokens,
             token_logprobs=[float(v) for v in logprobs[: len(ids)]] if keep_logprobs else None,
             finish_reason=finish,
+            token_ids=list(ids),
         )

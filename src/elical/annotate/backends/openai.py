@@ -1,0 +1,125 @@
+"""Any OpenAI-compatible server (vLLM serve, SGLang, llama.cpp server, ...) over HTTP with httpx.
+
+Chat prompts go to ``/chat/completions``, plain strings to ``/completions``; each request asks for
+``n`` answers, so the server shares the prompt's prefill. Requests run on a bounded thread pool and
+are retried with backoff on connection errors, 429 and 5xx. Token log-probs are read when the server
+returns them (``logprobs`` is requested).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt
+
+
+class ServerError(RuntimeError):
+    """The server refused or failed a request after the retries; says the status and body."""
+
+
+class OpenAIBackend(Backend):
+    """Generate through an OpenAI-compatible HTTP API."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        concurrency: int = 8,
+        retries: int = 3,
+        timeout: float = 120.0,
+        backoff: float = 0.5,
+    ) -> None:
+        import httpx
+
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.concurrency = concurrency
+        self.retries = retries
+        self.backoff = backoff
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "model": self.model, "base_url": self.base_url}
+
+    def close(self) -> None:
+        self.client.close()
+
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings = GREEDY) -> list[Generation]:
+        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
+            results = list(pool.map(lambda p: self._one(p, settings), prompts))
+        return [g for answers in results for g in answers]
+
+    def _body(self, prompt: Prompt, settings: GenerationSettings) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "n": settings.n,
+            "max_tokens": settings.max_new_tokens,
+            "temperature": settings.temperature if settings.do_sample else 0.0,
+            "top_p": settings.top_p if settings.do_sample else 1.0,
+            "seed": settings.seed,
+        }
+        if settings.do_sample and settings.top_k:
+            body["top_k"] = settings.top_k  # vLLM / SGLang / llama.cpp extension
+        if settings.repetition_penalty != 1.0:
+            body["repetition_penalty"] = settings.repetition_penalty
+        if isinstance(prompt, str):
+            body["prompt"] = prompt
+            if settings.logprobs:
+                body["logprobs"] = 1
+            return "/completions", body
+        body["messages"] = list(prompt)
+        if settings.logprobs:
+            body["logprobs"] = True
+        return "/chat/completions", body
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        last = ""
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.client.post(path, json=body)
+            except httpx.TransportError as err:
+                last = f"{type(err).__name__}: {err}"
+            else:
+                if response.status_code == 200:
+                    return response.json()
+                last = f"HTTP {response.status_code}: {response.text[:300]}"
+                if response.status_code != 429 and response.status_code < 500:
+                    raise ServerError(f"{self.base_url}{path}: {last}")
+            if attempt < self.retries:
+                time.sleep(self.backoff * 2**attempt)
+        raise ServerError(f"{self.base_url}{path}: failed after {self.retries + 1} tries: {last}")
+
+    def _one(self, prompt: Prompt, settings: GenerationSettings) -> list[Generation]:
+        path, body = self._body(prompt, settings)
+        data = self._post(path, body)
+        choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
+        if len(choices) != settings.n:
+            raise ServerError(f"{self.base_url}{path}: asked for {settings.n} answers, got {len(choices)}")
+        return [self._parse(choice, chat=path == "/chat/completions") for choice in choices]
+
+    @staticmethod
+    def _parse(choice: dict[str, Any], chat: bool) -> Generation:
+        logprobs = choice.get("logprobs") or None
+        tokens: list[str] = []
+        values: list[float] | None = None
+        if chat:
+            text = (choice.get("message") or {}).get("content") or ""
+            if logprobs and logprobs.get("content") is not None:
+                tokens = [t["token"] for t in logprobs["content"]]
+                values = [float(t["logprob"]) for t in logprobs["content"]]
+        else:
+            text = choice.get("text") or ""
+            if logprobs and logprobs.get("tokens") is not None:
+                tokens = list(logprobs["tokens"])
+                values = [float(v) for v in logprobs["token_logprobs"]]
+        finish = choice.get("finish_reason") or "stop"
+        return Generation(text=text.strip(), tokens=tokens, token_logprobs=values, finish_reason=finish)
