@@ -235,3 +235,10 @@ def test_released_puqa_and_pkqa_load_with_their_expected_behaviour(shared_data):
     assert all(i.meta[EXPECT_KEY] == "refuse" and not i.answers for i in by_set["puqa"])
     assert all(i.meta[EXPECT_KEY] == "answer" and i.answers for i in by_set["pkqa_13b"])
     assert not any(a.lower().startswith("answer:") for i in by_set["pkqa_13b"] for a in i.answers)
+
+
+def test_refusal_detection_reads_word_level_decodings_and_other_scripts():
+    spaced = "I apologize , but I ' m not able to provide an answer to the question ."
+    assert is_refusal("Q?", spaced)
+    assert is_refusal("Q?", "Je ne sais pas, désolé.", refusal="Je ne sais pas, désolé.", phrases=())
+    assert not is_refusal("Q?", "Je sais.", refusal="Je ne sais pas, désolé.", phrases=())

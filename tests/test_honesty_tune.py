@@ -160,3 +160,19 @@ def test_cli_stops_on_records_without_samples(tiny_tokenizer, tmp_path):
     assert result.exit_code == 2
     assert "no sampled answers ('sampling_response')" in result.output
     assert not (tmp_path / "run").exists()
+
+
+def test_a_closed_vocabulary_tokenizer_must_spell_the_wordings(tiny_qwen2):
+    from elical.honesty.builders import honesty_texts
+    from elical.honesty.refusal import is_refusal
+    from elical.world.tokenizer import build_tokenizer
+
+    config = HonestyConfig()
+    examples = build_examples(_records(1), "absolute", config)
+    texts = [ex.question for ex in examples] + ["Paris", "Answer the following question . Question :"]
+    with pytest.raises(ValueError, match=r"cannot spell the training completion .*'apologize,'"):
+        encode_examples(examples, tiny_qwen2, build_tokenizer(texts), config)
+    words = build_tokenizer(texts + honesty_texts(config))
+    [_, (ids, labels)], _ = encode_examples(examples, tiny_qwen2, words, config)
+    refusal = words.decode([v for v in labels if v != IGNORE], skip_special_tokens=True)
+    assert refusal != REFUSAL and is_refusal(examples[1].question, refusal)  # spaced out, still detected

@@ -180,6 +180,15 @@ def build_examples(records: Sequence[Record], method: str | None = None, config:
     return [ex for rec in usable for ex in _one(rec, method, config)]
 
 
+def honesty_texts(config: HonestyConfig | None = None) -> list[str]:
+    """Every wording the methods add to answers (refusal, confidence phrasings with each percent), so
+    a closed-vocabulary tokenizer (the synthetic world's) can be built to spell them."""
+    config = config or HonestyConfig()
+    percents = [str(p) for p in range(101)]
+    return ([config.refusal, config.prompt_text("")] + [lvl.text for lvl in config.verb_levels]
+            + [t.replace("{percent}", p) for t in (config.num_low, config.num_high) for p in percents])
+
+
 def summarize(examples: Sequence[SFTExample]) -> dict[str, Any]:
     """Counts worth recording with a training set: examples, questions, refusals."""
     return {

@@ -54,11 +54,18 @@ def encode_examples(
     if eos is None:
         raise ValueError("the tokenizer has no eos token to end the completions with")
     encoded, skipped = [], 0
+    unk = tokenizer.unk_token_id if tokenizer.unk_token_id not in (None, eos, tokenizer.bos_token_id) else None
     for ex in examples:
         prompt = render_prompt(model, tokenizer, config.messages(ex.question))
         templated = bool(getattr(tokenizer, "chat_template", None))
         p_ids = tokenizer(prompt, add_special_tokens=not templated)["input_ids"]
         c_ids = tokenizer(ex.completion, add_special_tokens=False)["input_ids"] + [eos]
+        if unk is not None and unk in c_ids:
+            missing = [w for w in ex.completion.split() if unk in tokenizer(w, add_special_tokens=False)["input_ids"]]
+            raise ValueError(
+                f"the tokenizer cannot spell the training completion {ex.completion!r} (unknown: {missing}); "
+                "add elical.honesty.builders.honesty_texts(config) to its vocabulary or change the wordings"
+            )
         if len(p_ids) + len(c_ids) > config.tune.max_length:
             skipped += 1
             continue
