@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 
 from elical.world.config import LMConfig, WorldConfig
-from elical.world.lm import train_world_lm
+from elical.world.generate import generate_world
+from elical.world.lm import gold_text, generate_replies, load_world_lm, train_world_lm
+from elical.world.questions import evaluation_questions
 
 VARIANTS = {
     "h128": dict(hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=384),
@@ -31,6 +33,38 @@ def machine() -> str:
     return f"{platform.node()} {platform.processor() or platform.machine()} x{__import__('os').cpu_count()}, {gpu}, torch {torch.__version__}"
 
 
+def consistency_probe(path: Path, n: int = 800, k: int = 20) -> dict:
+    """Self-consistency (k samples vs greedy, exact match) against greedy correctness on in-domain test
+    questions: its AUROC, and accuracy / consistency on contested and on other facts."""
+    import random
+
+    import numpy as np
+    import torch
+    from sklearn.metrics import roc_auc_score
+
+    model, tok, meta = load_world_lm(path)
+    if torch.cuda.is_available():
+        model = model.cuda()
+    world = generate_world(WorldConfig(**meta["world"]))
+    lm = LMConfig(**meta["lm"])
+    qs = [q for q in evaluation_questions(world) if q.info["group"] == "in-domain" and q.split == "test"]
+    qs = random.Random(0).sample(qs, min(n, len(qs)))
+    replies = generate_replies(model, tok, qs, lm, k=k, batch_size=2048)
+    correct = np.array([r[0] == gold_text(tok, q) for r, q in zip(replies, qs)], dtype=float)
+    consistency = np.array([np.mean([s == r[0] for s in r[1:]]) for r in replies])
+    contested = np.array([q.info["contested"] for q in qs])
+    out = {"n": len(qs), "accuracy": round(correct.mean(), 3),
+           "auroc_consistency": round(roc_auc_score(correct, consistency), 3) if 0 < correct.sum() < len(qs) else None}
+    for name, mask in (("contested", contested), ("other", ~contested)):
+        out[f"{name}_acc"] = round(correct[mask].mean(), 3) if mask.any() else None
+        out[f"{name}_consistency"] = round(consistency[mask].mean(), 3) if mask.any() else None
+    for lo, hi in ((0, 0), (1, 1), (2, 3), (4, 7), (8, 99)):
+        mask = np.array([lo <= q.info["mentions"] <= hi for q in qs]) & ~contested
+        if mask.any():
+            out[f"m{lo}-{hi}"] = f"acc {correct[mask].mean():.2f} cons {consistency[mask].mean():.2f} n {int(mask.sum())}"
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -40,6 +74,9 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=None)
     parser.add_argument("--people", type=int, default=None)
     parser.add_argument("--probe-every", type=int, default=1000)
+    parser.add_argument("--probe-only", action="store_true", help="only run the consistency probe on OUT/<variant>")
+    parser.add_argument("--tag", default="", help="suffix of the output folder name (several runs of one variant)")
+    parser.add_argument("--lr", type=float, default=None)
     args = parser.parse_args()
     print("machine:", machine())
     rows = []
@@ -51,10 +88,17 @@ def main() -> None:
             lm_kwargs.update(num_layers=args.layers)
         if args.steps:
             lm_kwargs.update(steps=args.steps, warmup_steps=min(200, args.steps // 10))
+        if args.lr:
+            lm_kwargs.update(lr=args.lr)
+        folder = Path(args.out) / (name + args.tag)
         world = WorldConfig(**({"n_people": args.people} if args.people else {}))
         start = time.time()
-        final = train_world_lm(world, LMConfig(**lm_kwargs), Path(args.out) / name, probe_every=args.probe_every)
-        rows.append({"variant": name, "seconds": round(time.time() - start, 1), **final})
+        final = {} if args.probe_only else train_world_lm(world, LMConfig(**lm_kwargs), folder,
+                                                          probe_every=args.probe_every)
+        seconds = round(time.time() - start, 1)
+        probe = consistency_probe(folder)
+        rows.append({"variant": name + args.tag, "train_seconds": seconds, **final, **probe})
+        print(json.dumps(rows[-1]), flush=True)
     print("machine:", machine())
     print(json.dumps(rows, indent=1))
 

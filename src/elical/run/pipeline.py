@@ -1,0 +1,190 @@
+"""`elical run`: annotate -> baselines -> train (methods x budgets x seeds) -> evaluate -> report.
+
+Run folder (architecture.md)::
+
+    <out>/config.yaml            the resolved RunConfig
+    <out>/annotate/              annotation shards, judge cache, records.parquet
+    <out>/records/*.parquet      records per dataset and split; train.parquet is the calibration pool
+    <out>/models/<method>-<budget>-s<seed>/   trained confidence models (train_summary.json, model/)
+    <out>/scores/*.parquet       one prediction file per trained model, on the evaluation records
+    <out>/metrics.csv            the evaluation table (per method, dataset, group, with CIs)
+    <out>/results.csv            method, budget, seed, split, metric, value
+    <out>/report.md, report.html, table2.md, figures/*.png, timings.json
+
+Every step skips work whose output exists, so a killed run continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elical.records import Record, read_parquet, write_parquet
+from elical.run.config import RunConfig
+from elical.run.subjects import Subject, build_subject
+
+
+@dataclass
+class RunOutput:
+    """What a finished run produced (paths) and how long each step took (seconds)."""
+
+    out_dir: Path
+    timings: dict[str, float] = field(default_factory=dict)
+    report: Path | None = None
+
+
+def model_name(method: str, budget: int | str | None, seed: int) -> str:
+    """Folder/method name of one trained model, e.g. ``elical-100-s0`` (budget 0 for Eli-Only)."""
+    return f"{method}-{budget if budget is not None else 0}-s{seed}"
+
+
+def parse_model_name(name: str) -> tuple[str, str, int]:
+    """(method, budget, seed) back from :func:`model_name`."""
+    head, _, seed = name.rpartition("-s")
+    method, _, budget = head.rpartition("-")
+    return method, budget, int(seed)
+
+
+def annotate_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None]) -> list[Record]:
+    """Greedy answer + k samples per question, judged; records split into records/<dataset>_<split>.parquet."""
+    from elical.annotate.pipeline import annotate
+    from elical.annotate.run import build_backend
+
+    records_dir = out / "records"
+    pool_file = records_dir / "train.parquet"
+    if pool_file.exists() and (records_dir / "eval.parquet").exists():
+        log("annotate: records exist, skipped")
+        return read_parquet(pool_file) + read_parquet(records_dir / "eval.parquet")
+    prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
+    ann = cfg.annotate.model_copy(update={"model": subject.model, "prompts": prompts})
+    backend = build_backend(ann)
+    records = annotate(subject.items, backend, None, ann, out / "annotate", progress=True)
+    failed = [r for r in records if r.failed]
+    if failed:
+        log(f"annotate: {len(failed)} question(s) failed and are left out (first: {failed[0].failure})")
+    by_file: dict[str, list[Record]] = {}
+    for rec in records:
+        by_file.setdefault(f"{rec.dataset}_{rec.split}", []).append(rec)
+    for name, recs in by_file.items():
+        write_parquet(recs, records_dir / f"{name}.parquet")
+    write_parquet([r for r in records if r.split != "train"], records_dir / "eval.parquet")
+    write_parquet([r for r in records if r.split == "train" and not r.failed], pool_file)
+    return records
+
+
+def _train_one(cfg: RunConfig, subject: Subject, out: Path, method: str, budget: int | str | None, seed: int,
+               eval_file: Path, pool_size: int, log: Callable[[str], None]) -> Path:
+    """Train one confidence model (skipped when its scores exist) and write its predictions."""
+    from elical.train.config import TrainConfig
+    from elical.train.predict import predict_files
+    from elical.train.trainer import train
+
+    name = model_name(method, budget, seed)
+    scores = out / "scores" / f"{name}.parquet"
+    if scores.exists():
+        return scores
+    model_dir = out / "models" / name
+    if method == "elical":
+        # Stage 1 of EliCal is Eli-Only's run with the same seed: reuse it (the trainer skips a done stage).
+        eli = out / "models" / model_name("eli-only", None, seed) / "stage1-eli"
+        if (eli / "done.json").exists() and not (model_dir / "stage1-eli").exists():
+            model_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(eli, model_dir / "stage1-eli", ignore=shutil.ignore_patterns("checkpoint"))
+            done = json.loads((eli / "done.json").read_text())
+            done["best"] = str(model_dir / "stage1-eli" / "best")
+            (model_dir / "stage1-eli" / "done.json").write_text(json.dumps(done, indent=1))
+    settings = {**cfg.train.settings}
+    if method in ("cal-only", "elical", "head-only"):
+        labels = pool_size if budget in (None, "all") else int(budget)
+        epochs = cfg.train.stage2_epochs(labels)
+        if epochs is not None:
+            settings["epochs_stage2"] = epochs
+    tcfg = TrainConfig(
+        **{**settings, "model": subject.model, "mode": method, "seed": seed, "output_dir": str(model_dir),
+           "budget": None if budget in (None, "all") else int(budget),
+           "system_prompt": subject.prompts.get("system") or None,
+           "qa_template": subject.prompts.get("qa", settings.get("qa_template", "{question}"))}
+    )
+    start = time.perf_counter()
+    train(tcfg, [str(out / "records" / "train.parquet")], show_progress=False)
+    predict_files(model_dir / "model", [str(eval_file)], scores, method=name, device=cfg.annotate.device
+                  if cfg.annotate.device != "auto" else "auto")
+    log(f"train: {name} in {time.perf_counter() - start:.1f}s")
+    return scores
+
+
+def train_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None]) -> list[Path]:
+    """Every method x budget x seed of the plan; Eli-Only first so EliCal reuses its stage 1."""
+    eval_file = out / "records" / "eval.parquet"
+    pool_size = len(read_parquet(out / "records" / "train.parquet"))
+    too_big = [b for b in cfg.train.budgets if b != "all" and int(b) > pool_size]
+    if too_big:
+        raise ValueError(f"budget(s) {too_big} exceed the {pool_size} annotated training questions; "
+                         "lower train.budgets or raise questions.max_train")
+    made: list[Path] = []
+    plan = cfg.train
+    for seed in plan.seeds:
+        if "eli-only" in plan.methods or "elical" in plan.methods:
+            made.append(_train_one(cfg, subject, out, "eli-only", None, seed, eval_file, pool_size, log))
+        for method in (m for m in plan.methods if m != "eli-only"):
+            for budget in plan.budgets:
+                made.append(_train_one(cfg, subject, out, method, budget, seed, eval_file, pool_size, log))
+    if "eli-only" not in plan.methods:
+        made = [p for p in made if not p.stem.startswith("eli-only-")]
+    return made
+
+
+def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None] = print) -> RunOutput:
+    """The whole job: resumable, every step timed; returns the report path and the timings."""
+    from elical.evaluate import EvalConfig, evaluate
+    from elical.predictions import read_predictions
+    from elical.provenance import provenance
+    from elical.run.report import write_run_report
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.torch_threads:
+        import torch
+
+        torch.set_num_threads(cfg.torch_threads)
+    cfg.to_yaml(out / "config.yaml")
+    result = RunOutput(out)
+    clock = time.perf_counter()
+    timing_file = out / "timings.json"
+    earlier = json.loads(timing_file.read_text()).get("timings", {}) if timing_file.exists() else {}
+
+    def lap(step: str, skipped: bool = False) -> None:
+        """Time of a step; a step skipped on resume keeps the time it took when it ran."""
+        nonlocal clock
+        now = time.perf_counter()
+        result.timings[step] = earlier.get(step, 0.0) if skipped and step in earlier else round(now - clock, 2)
+        clock = now
+
+    subject = build_subject(cfg)
+    lap("questions")
+    log(f"subject {cfg.subject}: {len(subject.items)} questions, model {subject.model}")
+    annotated = (out / "records" / "eval.parquet").exists()
+    records = annotate_step(cfg, subject, out, log)
+    lap("annotate", skipped=annotated)
+    trained_before = len(list((out / "scores").glob("*.parquet"))) if (out / "scores").exists() else 0
+    score_files = train_step(cfg, subject, out, log)
+    lap("train", skipped=trained_before == len(score_files))
+    eval_records = [r for r in records if r.split != "train" and not r.failed]
+    predictions = [read_predictions(p) for p in score_files]
+    ecfg = EvalConfig(methods=cfg.evaluate.baselines, n_resamples=cfg.evaluate.n_resamples,
+                      alignment_repeats=cfg.evaluate.alignment_repeats, seed=cfg.evaluate.seed,
+                      groups=subject.groups)
+    evaluation = evaluate(eval_records, predictions, ecfg)
+    lap("evaluate")
+    result.report = write_run_report(cfg, subject, records, evaluation, out, result.timings)
+    lap("report")
+    meta = {"timings": result.timings, "total_seconds": round(sum(result.timings.values()), 1),
+            "subject": subject.info, "cpu_count": os.cpu_count(), **provenance()}
+    (out / "timings.json").write_text(json.dumps(meta, indent=2))
+    return result

@@ -1,0 +1,207 @@
+"""The run's numbers: results.csv (method, budget, seed, split, metric, value), seed means, findings.
+
+Every claim the report makes is computed here from the measured table, never assumed: whether
+self-consistency tracks correctness, whether it is overconfident on contested facts, whether
+EliCal beats Cal-Only at the smallest budget and reaches 95 % of the all-labels AUROC with <= 1k labels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from elical.evaluate import AVERAGE
+from elical.records import Record
+from elical.run.config import METHOD_NAMES
+
+RESULT_COLUMNS = ["method", "budget", "seed", "split", "metric", "value"]
+TRAINED = ("eli-only", "cal-only", "elical", "head-only")
+
+
+def split_method(name: str, pool_size: int) -> tuple[str, int, float]:
+    """(method, labels used, seed) of an evaluated method name; training-free baselines have 0 labels, no seed."""
+    head, sep, seed = name.rpartition("-s")
+    if sep:
+        method, _, budget = head.rpartition("-")
+        if method in TRAINED:
+            labels = pool_size if budget == "all" else int(budget)
+            return method, labels, float(seed)
+    return name, 0, math.nan
+
+
+def results_table(metrics_table: pd.DataFrame, pool_size: int) -> pd.DataFrame:
+    """The long results table: group averages as split 'in-domain'/'ood'/'mc', datasets as 'group/dataset'."""
+    rows = metrics_table[~metrics_table.metric.isin(["n", "missing"])]
+    parsed = [split_method(m, pool_size) for m in rows.method]
+    split = np.where(rows.dataset == AVERAGE, rows.group, rows.group + "/" + rows.dataset)
+    out = pd.DataFrame({
+        "method": [METHOD_NAMES.get(p[0], p[0]) for p in parsed], "budget": [p[1] for p in parsed], "seed": [p[2] for p in parsed],
+        "split": split, "metric": rows.metric.to_numpy(), "value": rows.value.to_numpy(),
+    })
+    return out[RESULT_COLUMNS].reset_index(drop=True)
+
+
+def seed_summary(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean, standard deviation and count over seeds per (method, budget, split, metric)."""
+    grouped = results.groupby(["method", "budget", "split", "metric"], sort=False)["value"]
+    return grouped.agg(mean="mean", std="std", n="count").reset_index()
+
+
+def display_name(method: str, budget: int, pool_size: int) -> str:
+    """'EliCal (100)', 'Cal-Only (all=1500)', 'Eli-Only', 'Consis-Sem'."""
+    if method in TRAINED and method != "eli-only":
+        label = f"all={budget}" if budget == pool_size else str(budget)
+        return f"{METHOD_NAMES[method]} ({label})"
+    return METHOD_NAMES.get(method, method)
+
+
+def mean_metrics_table(metrics_table: pd.DataFrame, pool_size: int) -> pd.DataFrame:
+    """The evaluation table averaged over seeds, methods renamed for display (input to Table-2 rendering)."""
+    rows = metrics_table[~metrics_table.metric.isin(["n", "missing"])].copy()
+    parsed = [split_method(m, pool_size) for m in rows.method]
+    rows["method"] = [display_name(m, b, pool_size) for m, b, _ in parsed]
+    order = {name: i for i, name in enumerate(dict.fromkeys(rows.method))}
+    rank = {"eli-only": 1, "cal-only": 2, "elical": 3, "head-only": 4}
+    key = {display_name(m, b, pool_size): (rank.get(m, 0), b, order[display_name(m, b, pool_size)])
+           for m, b, _ in parsed}
+    out = rows.groupby(["method", "dataset", "group", "metric"], sort=False)[["value", "ci_low", "ci_high"]].mean()
+    out = out.reset_index()
+    return out.sort_values("method", key=lambda s: s.map(key), kind="stable").reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------- exposure
+
+
+def exposure_bucket(rec: Record) -> str | None:
+    """The exposure bucket of a world record (corpus mentions, or 'contested'); None when unknown."""
+    extra = rec.extra or {}
+    if "bucket" in extra:
+        return str(extra["bucket"])
+    if "mentions" not in extra:
+        return None
+    if extra.get("contested"):
+        return "contested"
+    m = int(extra["mentions"])
+    return "0" if m == 0 else "1" if m == 1 else "2-3" if m <= 3 else "4-7" if m <= 7 else "8+"
+
+
+BUCKET_ORDER = ["0", "1", "2-3", "4-7", "8+", "contested"]
+
+
+def consistency_by_exposure(records: Sequence[Record]) -> pd.DataFrame:
+    """Per exposure bucket: questions, greedy accuracy, mean self-consistency, and their gap."""
+    rows = []
+    for rec in records:
+        bucket = exposure_bucket(rec)
+        if bucket is None or rec.failed or rec.greedy_correct is None or not rec.sample_consistent:
+            continue
+        consistency = sum(rec.sample_consistent) / len(rec.sample_consistent)
+        rows.append({"bucket": bucket, "correct": rec.greedy_correct, "consistency": consistency})
+    if not rows:
+        return pd.DataFrame(columns=["bucket", "n", "accuracy", "consistency", "overconfidence"])
+    frame = pd.DataFrame(rows)
+    out = frame.groupby("bucket").agg(n=("correct", "size"), accuracy=("correct", "mean"),
+                                      consistency=("consistency", "mean")).reset_index()
+    out["overconfidence"] = out.consistency - out.accuracy
+    known = [b for b in BUCKET_ORDER if b in set(out.bucket)] + sorted(set(out.bucket) - set(BUCKET_ORDER))
+    return out.set_index("bucket").loc[known].reset_index()
+
+
+# ------------------------------------------------------------------------------------- findings
+
+
+@dataclass
+class Finding:
+    """One measured claim: the question asked, the answer (True/False/None when not measurable), evidence."""
+
+    question: str
+    holds: bool | None
+    evidence: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+
+def _mean(summary: pd.DataFrame, method: str, budget: int, split: str, metric: str) -> tuple[float, float, int]:
+    row = summary[(summary.method == method) & (summary.budget == budget) & (summary.split == split)
+                  & (summary.metric == metric)]
+    if row.empty:
+        return math.nan, math.nan, 0
+    return float(row["mean"].iloc[0]), float(row["std"].fillna(0).iloc[0]), int(row["n"].iloc[0])
+
+
+def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, split: str = "in-domain",
+             consistency_method: str = "Consis-Sem") -> list[Finding]:
+    """The report's four measured claims."""
+    summary = seed_summary(results)
+    out: list[Finding] = []
+    auroc_sc, _, _ = _mean(summary, consistency_method, 0, split, "auroc")
+    exposure = consistency_by_exposure([r for r in records if r.split != "train"])
+    seen = exposure[~exposure.bucket.isin(["contested"])]
+    acc_trend = seen.accuracy.to_numpy()
+    rising = bool(len(acc_trend) >= 2 and acc_trend[-1] > acc_trend[0])
+    if math.isnan(auroc_sc):
+        out.append(Finding("Does self-consistency track correctness?", None,
+                           f"{consistency_method} AUROC is undefined (not scored, or every answer right or every one wrong)"))
+    else:
+        holds = auroc_sc >= 0.7
+        trend = (f"; accuracy rises with exposure from {acc_trend[0]:.2f} ({seen.bucket.iloc[0]} mentions) to "
+                 f"{acc_trend[-1]:.2f} ({seen.bucket.iloc[-1]})") if len(acc_trend) >= 2 else ""
+        out.append(Finding("Does self-consistency track correctness?", holds,
+                           f"{consistency_method} AUROC {split} "
+                           f"= {auroc_sc:.3f} (threshold for 'yes': 0.70){trend}",
+                           {"auroc": auroc_sc, "accuracy_rises_with_exposure": rising}))
+    contested = exposure[exposure.bucket == "contested"]
+    if contested.empty:
+        out.append(Finding("Is self-consistency overconfident on contested facts?", None,
+                           "no contested facts among the evaluated questions (no exposure information)"))
+    else:
+        c = contested.iloc[0]
+        weights = seen.n.to_numpy(dtype=float)
+        other_gap = float(np.average(seen.overconfidence, weights=weights)) if weights.sum() else math.nan
+        holds = bool(c.overconfidence > 0.15 and c.overconfidence > other_gap + 0.1)
+        out.append(Finding("Is self-consistency overconfident on contested facts?", holds,
+                           f"on {int(c.n)} contested facts: mean self-consistency {c.consistency:.2f} vs accuracy "
+                           f"{c.accuracy:.2f} (gap {c.overconfidence:+.2f}); other facts: gap {other_gap:+.2f}",
+                           {"contested_gap": float(c.overconfidence), "other_gap": other_gap}))
+    budgets = sorted(b for b in summary[summary.method == "EliCal"].budget.unique())
+    cal_budgets = set(summary[summary.method == "Cal-Only"].budget.unique())
+    shared = [b for b in budgets if b in cal_budgets]
+    if not shared:
+        out.append(Finding("Does EliCal beat Cal-Only at the smallest budget?", None, "EliCal/Cal-Only not both trained"))
+        out.append(Finding("Does EliCal reach 95 % of the all-labels AUROC with <= 1k labels?", None, "not trained"))
+        return out
+    smallest = shared[0]
+    e, es, en = _mean(summary, "EliCal", smallest, split, "auroc")
+    c_, cs, _ = _mean(summary, "Cal-Only", smallest, split, "auroc")
+    per_seed = results[(results.budget == smallest) & (results.split == split) & (results.metric == "auroc")]
+    wide = per_seed.pivot_table(index="seed", columns="method", values="value")
+    wins = int((wide["EliCal"] > wide["Cal-Only"]).sum()) if {"EliCal", "Cal-Only"} <= set(wide.columns) else 0
+    measurable = not (math.isnan(e) or math.isnan(c_))
+    out.append(Finding(f"Does EliCal beat Cal-Only at the smallest budget ({smallest} labels)?",
+                       bool(e > c_) if measurable else None,
+                       f"AUROC {split}: EliCal {e:.3f} ± {es:.3f} vs Cal-Only {c_:.3f} ± {cs:.3f} "
+                       f"(mean ± sd over {en} seeds; EliCal higher in {wins} of {len(wide)} seeds)",
+                       {"elical": e, "cal_only": c_, "wins": wins, "seeds": len(wide)}))
+    top = max(pool_size, max(shared))
+    ref_candidates = {m: _mean(summary, m, top, split, "auroc")[0] for m in ("Cal-Only", "EliCal")}
+    ref_method, reference = max(((m, v) for m, v in ref_candidates.items() if not math.isnan(v)),
+                                key=lambda kv: kv[1], default=(None, math.nan))
+    small = [b for b in shared if b <= 1000 and b < top]
+    if not small or math.isnan(reference):
+        out.append(Finding("Does EliCal reach 95 % of the all-labels AUROC with <= 1k labels?", None,
+                           "no budget <= 1000 below the full pool, or no all-labels model"))
+        return out
+    ratios = {b: _mean(summary, "EliCal", b, split, "auroc")[0] / reference for b in small}
+    best_b = max(ratios, key=ratios.get)
+    first_ok = next((b for b in small if ratios[b] >= 0.95), None)
+    text = ", ".join(f"{b}: {100 * r:.1f} %" for b, r in ratios.items())
+    out.append(Finding("Does EliCal reach 95 % of the all-labels AUROC with <= 1k labels?", first_ok is not None,
+                       f"all-labels reference = {ref_method} ({top} labels) AUROC {reference:.3f}; "
+                       f"EliCal / reference by budget: {text}"
+                       + (f"; first budget at >= 95 %: {first_ok}" if first_ok else ""),
+                       {"reference": reference, "ratios": ratios, "best_budget": best_b}))
+    return out

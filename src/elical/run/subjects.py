@@ -1,0 +1,91 @@
+"""The questions a run asks, per subject: the synthetic world (default) or real geography facts."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elical.data.items import QAItem
+from elical.run.config import RunConfig
+
+
+@dataclass
+class Subject:
+    """What a run works on: the answering model, its prompt wording, the questions and their groups."""
+
+    model: str
+    items: list[QAItem]
+    groups: dict[str, str]  # dataset -> in-domain / ood / mc
+    prompts: dict[str, Any] = field(default_factory=dict)  # PromptConfig overrides
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def subsample(items: Sequence[QAItem], max_train: int | None, max_eval: int | None, seed: int) -> list[QAItem]:
+    """At most ``max_train`` training questions (stratified by dataset) and ``max_eval`` per eval dataset."""
+    rng = random.Random(seed)
+    train = [it for it in items if it.split == "train"]
+    by_dataset: dict[str, list[QAItem]] = defaultdict(list)
+    for it in items:
+        if it.split != "train":
+            by_dataset[it.dataset].append(it)
+    kept: list[QAItem] = []
+    if max_train is not None and len(train) > max_train:
+        per: dict[str, list[QAItem]] = defaultdict(list)
+        for it in train:
+            per[it.dataset].append(it)
+        share = max_train / len(train)
+        for name in sorted(per):
+            members = per[name]
+            kept += rng.sample(members, int(round(share * len(members))))
+    else:
+        kept += train
+    for name in sorted(by_dataset):
+        members = by_dataset[name]
+        kept += rng.sample(members, max_eval) if max_eval is not None and len(members) > max_eval else members
+    return kept
+
+
+def world_subject(cfg: RunConfig) -> Subject:
+    """The synthetic world's questions, answered by the world LM (packaged unless ``cfg.model``)."""
+    from elical.world import default_lm_path
+    from elical.world.config import WorldConfig, from_dict
+    from elical.world.generate import generate_world
+    from elical.world.lm import META_FILE
+    from elical.world.questions import evaluation_questions
+
+    lm_path = Path(cfg.model) if cfg.model else default_lm_path()
+    meta_file = lm_path / META_FILE
+    if not meta_file.exists():
+        raise FileNotFoundError(f"{meta_file}: no world LM there; train one with `elical world train-lm --out {lm_path}`")
+    meta = json.loads(meta_file.read_text())
+    world_data = {**meta["world"], **cfg.world}
+    world = generate_world(from_dict(WorldConfig, world_data, "run config: world"))
+    if not cfg.world and world.fingerprint() != meta["world_fingerprint"]:
+        raise ValueError(
+            f"{lm_path} was trained on world {meta['world_fingerprint']}, but its config now generates "
+            f"{world.fingerprint()} (world code changed?); retrain with `elical world train-lm`"
+        )
+    examples = evaluation_questions(world)
+    items = [ex.to_item() for ex in examples]
+    groups = {ex.dataset: ex.info["group"] for ex in examples}
+    q = cfg.questions
+    items = subsample(items, q.max_train, q.max_eval_per_dataset, q.seed)
+    lm = meta["lm"]
+    prompts = {"system": lm.get("system_prompt") or "", "qa": lm["qa_template"], "mmlu": lm["mc_template"]}
+    info = {"world_fingerprint": world.fingerprint(), "lm_path": str(lm_path), "lm_params": meta.get("params"),
+            "lm_train_seconds": meta.get("train_seconds"), "lm_device": meta.get("device")}
+    return Subject(model=str(lm_path), items=items, groups=groups, prompts=prompts, info=info)
+
+
+def build_subject(cfg: RunConfig) -> Subject:
+    """The subject the config names."""
+    if cfg.subject == "world":
+        return world_subject(cfg)
+    from elical.run.geo import geo_subject
+
+    return geo_subject(cfg)
