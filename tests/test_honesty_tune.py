@@ -176,3 +176,25 @@ def test_a_closed_vocabulary_tokenizer_must_spell_the_wordings(tiny_qwen2):
     [_, (ids, labels)], _ = encode_examples(examples, tiny_qwen2, words, config)
     refusal = words.decode([v for v in labels if v != IGNORE], skip_special_tokens=True)
     assert refusal != REFUSAL and is_refusal(examples[1].question, refusal)  # spaced out, still detected
+
+
+def test_run_plan_adds_puqa_and_caps_tuning_questions(tiny_tokenizer, tmp_path):
+    from elical.honesty import HonestyPlan, run_honesty_plan
+    from elical.records import record_id
+
+    data = tmp_path / "data"
+    data.mkdir()
+    questions = [f"Who wrote the paper 'P{i}'?" for i in range(3)]
+    (data / "puqa.jsonl").write_text("".join(json.dumps({"question": q, "label": "unknown"}) + "\n" for q in questions))
+    val, evaluated = _records(2, "val "), _records(1, "eval ")
+    confidences = {r.id: (0.8 if r.greedy_correct else 0.3) for r in val}
+    confidences.update({r.id: 0.9 for r in evaluated})
+    confidences.update({record_id("puqa", q): c for q, c in zip(questions, [0.1, 0.2, 0.95])})
+    plan = HonestyPlan(methods=["absolute"], honesty_data=str(data), honesty_limit=2, max_tune_records=3,
+                       settings=_config(2))
+    table = run_honesty_plan(plan, _records(4), evaluated, confidences, _fresh(tiny_tokenizer), tiny_tokenizer,
+                             tmp_path / "out", val_records=val, progress=False)
+    rows = table.set_index(["method", "dataset"])
+    assert rows.loc[(GATE_METHOD, "puqa"), "prudence"] == 1.0 and rows.loc[(GATE_METHOD, "puqa"), "n"] == 2
+    assert rows.loc[(GATE_METHOD, "d"), "refusal_rate"] == 0.0
+    assert json.loads((tmp_path / "out" / "absolute" / "tune_meta.json").read_text())["data"]["questions"] == 3

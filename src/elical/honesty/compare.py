@@ -22,7 +22,7 @@ import pandas as pd
 
 from elical.data.items import QAItem
 from elical.honesty.builders import HonestyInputError, build_examples, check_records
-from elical.honesty.config import METHODS, HonestyConfig
+from elical.honesty.config import METHODS, HonestyConfig, HonestyPlan
 from elical.honesty.evaluate import answer_table, generate_answers, items_from_records, score_rows, write_scores
 from elical.honesty.gate import Gate, choose_tau, confidences_for, gate_answers, gated_texts
 from elical.records import Record
@@ -150,3 +150,27 @@ def run_honesty_comparison(
         pd.concat(frames, ignore_index=True).to_parquet(out / "answers.parquet", index=False)
         (out / "gate.json").write_text(json.dumps(meta.get("gate"), indent=2), encoding="utf-8")
     return result
+
+
+def run_honesty_plan(
+    plan: HonestyPlan,
+    train_records: Sequence[Record],
+    eval_records: Sequence[Record],
+    confidences: Mapping[str, float] | None,
+    model: Any,
+    tokenizer: Any,
+    out_dir: str | Path,
+    val_records: Sequence[Record] | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """:func:`run_honesty_comparison` as a run config's ``honesty:`` section asks (PUQA/PKQA added from
+    ``plan.honesty_data``, tuning questions capped by a seeded draw)."""
+    from elical.honesty.evaluate import load_honesty_dir
+
+    extra = load_honesty_dir(plan.honesty_data, limit=plan.honesty_limit) if plan.honesty_data else []
+    train = list(train_records)
+    if plan.max_tune_records is not None and len(train) > plan.max_tune_records:
+        keep = set(random.Random(plan.settings.seed).sample(range(len(train)), plan.max_tune_records))
+        train = [r for i, r in enumerate(train) if i in keep]
+    return run_honesty_comparison(train, eval_records, confidences, model, tokenizer, plan.settings, out_dir,
+                                  plan.methods, val_records, extra, progress)

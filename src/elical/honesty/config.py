@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Method = Literal["sft", "absolute", "confidence-num", "confidence-verb", "multisample"]
 METHODS: tuple[str, ...] = ("sft", "absolute", "confidence-num", "confidence-verb", "multisample")
@@ -142,3 +142,16 @@ class HonestyConfig(BaseModel):
 
         with atomic_write(path) as tmp:
             Path(tmp).write_text(yaml.safe_dump(self.model_dump(), sort_keys=False), encoding="utf-8")
+
+
+class HonestyPlan(BaseModel):
+    """The ``honesty:`` section of a run config: which methods to compare with the EliCal gate, on which
+    extra sets (a folder with puqa*/pkqa* JSONL), with which settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    methods: list[Method] = Field(default_factory=lambda: list(METHODS))
+    honesty_data: str | None = None
+    honesty_limit: int | None = Field(100, ge=1)  # questions of each PUQA / PKQA file
+    max_tune_records: int | None = Field(None, ge=2)  # cap the tuning questions (CPU runs)
+    settings: HonestyConfig = Field(default_factory=HonestyConfig)
