@@ -42,6 +42,8 @@ def split_validation(records: Sequence[Record], fraction: float, seed: int) -> t
 
 def fit_gate(val_records: Sequence[Record], confidences: Mapping[str, float], config: HonestyConfig) -> Gate:
     """tau on validation records: their greedy correctness against their EliCal confidence."""
+    if not val_records:
+        raise HonestyInputError("no validation records to choose the gate's tau on")
     usable = check_records(val_records, need_samples=False, need_greedy=True)
     conf = confidences_for([r.id for r in usable], confidences, "validation records")
     return choose_tau(conf, [bool(r.greedy_correct) for r in usable], config.gate_objective)
