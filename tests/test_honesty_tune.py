@@ -8,7 +8,15 @@ import pandas as pd
 import pytest
 import torch
 
-from elical.honesty import REFUSAL, HonestyConfig, TuneConfig, build_examples, evaluate_adapter, run_honesty_comparison, tune
+from elical.honesty import (
+    REFUSAL,
+    HonestyConfig,
+    TuneConfig,
+    build_examples,
+    evaluate_adapter,
+    run_honesty_comparison,
+    tune,
+)
 from elical.honesty.compare import GATE_METHOD
 from elical.honesty.evaluate import items_from_records
 from elical.honesty.tune import IGNORE, encode_examples, render_prompt
@@ -173,7 +181,7 @@ def test_a_closed_vocabulary_tokenizer_must_spell_the_wordings(tiny_qwen2):
     with pytest.raises(ValueError, match=r"cannot spell the training completion .*'apologize,'"):
         encode_examples(examples, tiny_qwen2, build_tokenizer(texts), config)
     words = build_tokenizer(texts + honesty_texts(config))
-    [_, (ids, labels)], _ = encode_examples(examples, tiny_qwen2, words, config)
+    [_, (_ids, labels)], _ = encode_examples(examples, tiny_qwen2, words, config)
     refusal = words.decode([v for v in labels if v != IGNORE], skip_special_tokens=True)
     assert refusal != REFUSAL and is_refusal(examples[1].question, refusal)  # spaced out, still detected
 

@@ -23,7 +23,13 @@ import pandas as pd
 from elical.data.items import QAItem
 from elical.honesty.builders import HonestyInputError, build_examples, check_records
 from elical.honesty.config import METHODS, HonestyConfig, HonestyPlan
-from elical.honesty.evaluate import answer_table, generate_answers, items_from_records, score_rows, write_scores
+from elical.honesty.evaluate import (
+    answer_table,
+    generate_answers,
+    items_from_records,
+    score_rows,
+    write_scores,
+)
 from elical.honesty.gate import Gate, choose_tau, confidences_for, gate_answers, gated_texts
 from elical.records import Record
 

@@ -112,7 +112,7 @@ class HonestyConfig(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _check_levels(self) -> "HonestyConfig":
+    def _check_levels(self) -> HonestyConfig:
         bounds = [level.up_to for level in self.verb_levels]
         if not bounds or bounds != sorted(bounds) or bounds[-1] < 1.0:
             raise ValueError("verb_levels must be sorted by up_to and the last must cover 1.0")
@@ -128,7 +128,7 @@ class HonestyConfig(BaseModel):
         return system + [{"role": "user", "content": self.prompt_text(question)}]
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike, **overrides: Any) -> "HonestyConfig":
+    def from_yaml(cls, path: str | os.PathLike, **overrides: Any) -> HonestyConfig:
         """Read a YAML file (a ``honesty:`` section or the bare settings), then apply overrides."""
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
         if isinstance(data, dict) and isinstance(data.get("honesty"), dict):

@@ -209,7 +209,5 @@ def write_examples(examples: Sequence[SFTExample], path: str | Path) -> None:
 
     from elical.records import atomic_write
 
-    with atomic_write(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for ex in examples:
-                f.write(json.dumps(asdict(ex), ensure_ascii=False) + "\n")
+    with atomic_write(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(asdict(ex), ensure_ascii=False) + "\n" for ex in examples)
