@@ -71,8 +71,31 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
+def set_input_casting(model, enabled: bool) -> None:
+    """peft's default casts each adapted input to the float32 adapter dtype; elical turns that off."""
+    for module in model.modules():
+        if hasattr(module, "cast_input_dtype_enabled"):
+            module.cast_input_dtype_enabled = enabled
+
+
+def check_packing(model, seqs, device) -> float:
+    """Largest confidence difference between packed rows and one padded batch (same questions)."""
+    from elical.train.batching import packed_batches, padded_batch
+
+    idx = list(range(min(32, len(seqs))))
+    pad = model.tokenizer.pad_token_id
+    model.eval()
+    with torch.inference_mode():
+        padded = torch.sigmoid(model(**padded_batch(seqs, idx, pad).to(device).model_inputs()))
+        packed = torch.zeros_like(padded)
+        for batch in packed_batches(seqs, idx, pad, 8192, 1024):
+            packed[batch.order] = torch.sigmoid(model(**batch.to(device).model_inputs()))
+    return float((packed - padded).abs().max())
+
+
 def run_authors(model, seqs, targets, device, batch: int = 16, accum: int = 8) -> float:
-    """HF-Trainer-like epoch: padded batches of 16 in file order, accumulation 8, clip, AdamW, schedule."""
+    """HF-Trainer-like epoch: padded batches of 16 in file order, accumulation 8, clip, AdamW, schedule,
+    bf16 autocast, peft's default float32 adapter inputs."""
     from transformers import get_linear_schedule_with_warmup
 
     from elical.train.batching import padded_batches
@@ -84,6 +107,7 @@ def run_authors(model, seqs, targets, device, batch: int = 16, accum: int = 8) -
     scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * steps), steps)
     target = torch.tensor(targets, device=device)
     model.train()
+    set_input_casting(model, device.type == "cuda")
     sync(device)
     start = time.perf_counter()
     for i, mb in enumerate(padded_batches(seqs, list(range(len(seqs))), model.tokenizer.pad_token_id, batch)):
@@ -98,6 +122,7 @@ def run_authors(model, seqs, targets, device, batch: int = 16, accum: int = 8) -
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
     sync(device)
+    set_input_casting(model, model.autocast_dtype is None)
     return time.perf_counter() - start
 
 
@@ -144,9 +169,13 @@ def run_predict(model, seqs, device, packed: bool, tokens_per_batch: int) -> flo
 
 
 def machine(device: torch.device) -> str:
+    import peft
+    import transformers
+
+    soft = f"torch {torch.__version__}, transformers {transformers.__version__}, peft {peft.__version__}"
     if device.type == "cuda":
-        return f"{torch.cuda.get_device_name(device)} x{torch.cuda.device_count()}, torch {torch.__version__}"
-    return f"CPU {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}"
+        return f"{torch.cuda.get_device_name(device)} x{torch.cuda.device_count()}, {soft}"
+    return f"CPU {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {soft}"
 
 
 def main() -> None:
@@ -175,8 +204,13 @@ def main() -> None:
     real_tokens = sum(map(len, seqs))
     world = accelerator.num_processes
     rows: list[tuple[str, float, float, str]] = []
+    if world == 1:
+        accelerator.print(f"packed vs padded confidences, max |diff| over 32 questions: "
+                          f"{check_packing(model, seqs, device):.2e}", flush=True)
 
     def record(name: str, seconds: float, flops_per_token: float, note: str = "") -> None:
+        if device.type == "cuda":
+            note = f"{note}; peak mem {torch.cuda.max_memory_allocated(device) / 2**30:.0f} GiB".lstrip("; ")
         qps = len(seqs) / seconds
         tflops = flops_per_token * real_tokens / seconds / 1e12
         rows.append((name, qps / world, tflops / world, note))
@@ -188,9 +222,12 @@ def main() -> None:
         return min(fn() for _ in range(args.repeats))
 
     def guarded(name: str, fn) -> float | None:
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
         try:
             return best_of(fn)
         except torch.OutOfMemoryError:
+            model.zero_grad(set_to_none=True)
             accelerator.print(f"{name}: out of memory")
             rows.append((name, float("nan"), float("nan"), "OOM"))
         finally:
@@ -210,12 +247,6 @@ def main() -> None:
             seconds = guarded(f"packed {tokens}", lambda: run_packed(wrapped, optimizer, seqs, targets, accelerator, tokens))
             if seconds:
                 record(f"elical packed {tokens} tok", seconds, train_flops, f"{world} process(es)")
-    if "compile" in args.variants:
-        model.compile_layers()
-        for tokens in args.tokens_per_batch:
-            seconds = guarded(f"compile {tokens}", lambda: run_packed(wrapped, optimizer, seqs, targets, accelerator, tokens))
-            if seconds:
-                record(f"elical packed+compile {tokens}", seconds, train_flops, "decoder layers compiled")
     if "predict" in args.variants and world == 1:
         base = accelerator.unwrap_model(wrapped)
         seconds = guarded("predict padded b16", lambda: run_predict(base, seqs, device, False, 0))
@@ -225,7 +256,14 @@ def main() -> None:
         seconds = guarded("predict packed", lambda: run_predict(base, seqs, device, True, args.predict_tokens))
         if seconds:
             record(f"elical predict packed {args.predict_tokens}", seconds, 2 * n_params, "LoRA merged")
+        base.net.unmerge_adapter()
 
+    if "compile" in args.variants:
+        model.compile_layers()
+        for tokens in args.tokens_per_batch:
+            seconds = guarded(f"compile {tokens}", lambda: run_packed(wrapped, optimizer, seqs, targets, accelerator, tokens))
+            if seconds:
+                record(f"elical packed+compile {tokens}", seconds, train_flops, "decoder layers compiled")
     if accelerator.is_main_process:
         authors = next((r[1] for r in rows if r[0].startswith("authors") and r[1] == r[1]), None)
         print(f"\nmachine: {machine(device)}; processes: {world}; model: qwen2 {size} ({n_params / 1e9:.2f}B "

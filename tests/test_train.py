@@ -213,3 +213,25 @@ def test_config_from_yaml_rejects_unknown_keys(tmp_path):
     (tmp_path / "bad.yaml").write_text("model: m\nlearning_rate: 1\n")
     with pytest.raises(ValueError, match="learning_rate"):
         TrainConfig.from_yaml(tmp_path / "bad.yaml")
+
+
+def test_cli_train_then_predict(model_dir, records_file, tmp_path):
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+    from elical.predictions import read_predictions
+
+    (tmp_path / "c.yaml").write_text(f"model: {model_dir}\nbatch_size: 8\nepochs_stage2: 1\nrow_length: 128\n")
+    runner = CliRunner()
+    result = runner.invoke(app, ["train", str(records_file), "-c", str(tmp_path / "c.yaml"), "--mode", "cal-only",
+                                 "-o", str(tmp_path / "run"), "--budget", "20", "--set", "lr=1e-3"])
+    assert result.exit_code == 0, result.output
+    assert "Model saved to" in result.output
+    saved = TrainConfig.from_yaml(tmp_path / "run" / "train_config.yaml")
+    assert (saved.mode, saved.budget, saved.lr, saved.batch_size) == ("cal-only", 20, 1e-3, 8)
+    result = runner.invoke(app, ["predict", str(tmp_path / "run" / "model"), str(records_file),
+                                 "-o", str(tmp_path / "p.csv"), "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    assert len(read_predictions(tmp_path / "p.csv").confidence) == 40
+    bad = runner.invoke(app, ["train", str(records_file), "--model", "m", "--set", "no_such_key=1"])
+    assert bad.exit_code == 2 and "no_such_key" in bad.output

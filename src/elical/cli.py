@@ -199,6 +199,62 @@ def honesty_eval(
     console.print(f"Wrote {out / 'honesty.csv'} and {out / 'answers.parquet'}")
 
 
+@app.command()
+def train(
+    records: list[Path] = typer.Argument(..., help="Training pool: record files (JSONL/Parquet) or folders of them."),
+    config: Path = typer.Option(None, "--config", "-c", help="YAML TrainConfig (any setting; options below override it)."),
+    model: str = typer.Option(None, help="Base causal LM: local folder or Hugging Face name."),
+    mode: str = typer.Option(None, help="eli-only, cal-only, elical (default) or head-only."),
+    out: Path = typer.Option(None, "--out", "-o", help="Output folder (model/, stages, checkpoints); rerun to resume."),
+    budget: int = typer.Option(None, help="Labelled questions for calibration (default: all)."),
+    seed: int = typer.Option(None, help="Seed of budgets, splits, shuffles and initialisation."),
+    overrides: list[str] = typer.Option([], "--set", help="Any other setting, e.g. --set lr=1e-4 --set head=mlp."),
+) -> None:
+    """Train a confidence model (LoRA + head); works under `accelerate launch` (DDP, FSDP)."""
+    import yaml
+    from rich.console import Console
+
+    from elical.train.config import TrainConfig
+    from elical.train.loop import TrainingError
+    from elical.train.trainer import train as run_training
+
+    console = Console()
+    with _user_errors(console):
+        extra = dict(_split_assignment(item, "--set") for item in overrides)
+        settings = {key: yaml.safe_load(value) for key, value in extra.items()}
+        settings.update(model=model, mode=mode, output_dir=str(out) if out else None, budget=budget, seed=seed)
+        cfg = TrainConfig.from_sources(config, settings)
+        try:
+            result = run_training(cfg, [str(p) for p in records])
+        except TrainingError as err:
+            console.print(f"[red]training stopped:[/red] {err}")
+            raise typer.Exit(1) from None
+    for stage in result["stages"]:
+        console.print(f"{stage['stage']}: best val MSE {stage['best_val_mse']:.4f} at epoch {stage['best_epoch']}")
+    console.print(f"Model saved to {result['model']}")
+
+
+@app.command()
+def predict(
+    model_dir: Path = typer.Argument(..., help="A trained model folder (elical train's <out>/model)."),
+    inputs: list[Path] = typer.Argument(..., help="Record or QA files (JSONL/Parquet) or folders of them."),
+    out: Path = typer.Option(..., "--out", "-o", help="Prediction file (.parquet, .csv or .jsonl) for elical evaluate."),
+    method: str = typer.Option(None, help="Method name stored with the predictions (default: the model folder's name)."),
+    device: str = typer.Option("auto", help="cpu, cuda, cuda:1 ... (auto: GPU if any)."),
+    base_model: str = typer.Option(None, help="Backbone location if it moved since training."),
+    tokens_per_batch: int = typer.Option(16384, help="Tokens per packed forward pass."),
+) -> None:
+    """Write one confidence per question, in the prediction format `elical evaluate` reads."""
+    from rich.console import Console
+
+    from elical.train.predict import predict_files
+
+    console = Console()
+    with _user_errors(console):
+        count = predict_files(model_dir, [str(p) for p in inputs], out, method, device, base_model, tokens_per_batch)
+    console.print(f"Wrote {count} confidences to {out}")
+
+
 def _split_assignment(item: str, option: str) -> tuple[str, str]:
     key, sep, value = item.partition("=")
     if not sep or not key or not value:

@@ -96,14 +96,17 @@ def build_head(hidden: int, kind: HeadKind) -> nn.Module:
 
 
 def qa_prompt(tokenizer, question: str, config: ModelConfig) -> str:
-    """The chat-templated QA prompt the model answers from (same wording as generation)."""
-    user = config.qa_template.format(question=question)
+    """The chat-templated QA prompt the model answers from, built by annotate's prompt builder and
+    rendered as its backends render it (records that carry their rendered ``prompt`` use that)."""
+    from elical.annotate.prompts import PromptConfig
+    from elical.annotate.prompts import qa_prompt as qa_messages
+    from elical.data.items import QAItem
+
+    prompts = PromptConfig(system=config.system_prompt or "", qa=config.qa_template)
+    messages = qa_messages(QAItem(question=question, answers=[]), prompts)
     if getattr(tokenizer, "chat_template", None):
-        messages = [{"role": "user", "content": user}]
-        if config.system_prompt:
-            messages.insert(0, {"role": "system", "content": config.system_prompt})
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return user  # base models without a chat template see the plain prompt
+        return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+    return messages[-1]["content"]  # base models without a chat template see the plain prompt
 
 
 class ConfidenceModel(nn.Module):
@@ -251,7 +254,9 @@ class ConfidenceModel(nn.Module):
             self.net.merge_adapter()
 
     def compile_layers(self, **kwargs: Any) -> None:
-        """torch.compile each decoder layer in place (regional compilation: one compile, reused)."""
+        """torch.compile each decoder layer in place (regional compilation: one compile, reused);
+        shapes are dynamic by default since packed micro-batches vary in their number of rows."""
+        kwargs.setdefault("dynamic", True)
         for module in self.transformer.modules():
             if isinstance(module, nn.ModuleList) and len(module) > 1:
                 for layer in module:

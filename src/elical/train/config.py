@@ -75,6 +75,15 @@ class TrainConfig(BaseModel):
             raise ValueError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
         return cls(**data)
 
+    @classmethod
+    def from_sources(cls, path: str | Path | None, overrides: dict) -> TrainConfig:
+        """A YAML file (optional) with command-line overrides on top (None values ignored)."""
+        data = {}
+        if path is not None:
+            data = cls.from_yaml(path).model_dump(exclude_unset=True)
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**data)
+
     def to_yaml(self, path: str | Path) -> None:
         """Write the resolved config (what produced the outputs beside it)."""
         Path(path).parent.mkdir(parents=True, exist_ok=True)
