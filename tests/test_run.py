@@ -1,0 +1,159 @@
+"""`elical run`: config merging, the results table and findings on known numbers, and a tiny run end to end."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from elical.records import Record
+from elical.run.config import RunConfig, deep_merge, load_run_config, preset_names
+from elical.run.report import SECTIONS
+from elical.run.results import RESULT_COLUMNS, consistency_by_exposure, findings, results_table, split_method
+
+
+def test_presets_load_and_a_yaml_file_overrides_nested_keys(tmp_path):
+    assert {"default", "smollm2-geo"} <= set(preset_names())
+    base = load_run_config()
+    assert base.subject == "world" and base.annotate.k == 20 and len(base.train.seeds) >= 3
+    assert base.train.budgets == [100, 300, 1000, "all"]
+    path = tmp_path / "over.yaml"
+    path.write_text("train: {seeds: [7]}\nannotate: {k: 4}\n")
+    cfg = load_run_config(path=path)
+    assert cfg.train.seeds == [7] and cfg.annotate.k == 4
+    assert cfg.train.methods == base.train.methods and cfg.annotate.max_new_tokens == base.annotate.max_new_tokens
+    assert load_run_config("smollm2-geo").subject == "geo"
+    assert deep_merge({"a": {"b": 1, "c": 2}}, {"a": {"b": 3}}) == {"a": {"b": 3, "c": 2}}
+
+
+def test_config_errors_name_the_problem(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("trian: {seeds: [1]}\n")
+    with pytest.raises(ValueError, match="trian"):
+        load_run_config(path=path)
+    with pytest.raises(ValueError, match="unknown preset"):
+        load_run_config("nope")
+    with pytest.raises(ValueError, match="budgets"):
+        RunConfig.model_validate({"train": {"budgets": [0]}})
+
+
+def test_stage2_epochs_follow_passes_per_label_within_bounds():
+    plan = load_run_config().train.model_copy(update={"stage2_passes": 1000, "min_epochs": 3, "max_epochs": 20})
+    assert plan.stage2_epochs(10) == 20 and plan.stage2_epochs(100) == 10 and plan.stage2_epochs(900) == 3
+
+
+def _metrics(rows: list[tuple[str, str, str, str, float]]) -> pd.DataFrame:
+    return pd.DataFrame([dict(method=m, dataset=d, group=g, metric=k, value=v, ci_low=math.nan, ci_high=math.nan)
+                         for m, d, g, k, v in rows])
+
+
+def test_results_table_has_the_promised_columns_and_parses_methods():
+    table = _metrics([("Consis-Sem", "average", "in-domain", "auroc", 0.7),
+                      ("elical-100-s2", "average", "in-domain", "auroc", 0.8),
+                      ("cal-only-all-s0", "people", "ood", "auroc", 0.6),
+                      ("eli-only-0-s1", "average", "in-domain", "n", 50.0)])
+    out = results_table(table, pool_size=1500)
+    assert list(out.columns) == RESULT_COLUMNS
+    first = out.to_dict("records")[0]
+    assert (first["method"], first["budget"], first["split"], first["value"]) == ("Consis-Sem", 0, "in-domain", 0.7)
+    assert out.to_dict("records")[1:3] == [
+        {"method": "EliCal", "budget": 100, "seed": 2.0, "split": "in-domain", "metric": "auroc", "value": 0.8},
+        {"method": "Cal-Only", "budget": 1500, "seed": 0.0, "split": "ood/people", "metric": "auroc", "value": 0.6},
+    ]
+    assert math.isnan(out.seed[0]) and len(out) == 3  # counts are not results
+    assert split_method("my-model", 10)[:2] == ("my-model", 0)
+
+
+def _results(elical: dict[int, list[float]], cal: dict[int, list[float]], consis: float) -> pd.DataFrame:
+    rows = [("Consis-Sem", 0, math.nan, "in-domain", "auroc", consis)]
+    for method, values in (("EliCal", elical), ("Cal-Only", cal)):
+        for budget, per_seed in values.items():
+            rows += [(method, budget, float(s), "in-domain", "auroc", v) for s, v in enumerate(per_seed)]
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def _record(i: int, mentions: int, contested: bool, correct: int, consistent: int) -> Record:
+    return Record(question=f"q{i}", answers=["a"], dataset="d", split="test", greedy_correct=correct,
+                  samples=["x"] * 4, sample_consistent=[1] * consistent + [0] * (4 - consistent),
+                  extra={"mentions": mentions, "contested": contested})
+
+
+def test_findings_are_computed_from_the_numbers():
+    records = ([_record(i, 0, False, 0, 1) for i in range(4)] + [_record(10 + i, 9, False, 1, 4) for i in range(4)]
+               + [_record(20 + i, 5, True, 0, 4) for i in range(4)])
+    res = _results({100: [0.80, 0.82, 0.78], 1000: [0.85, 0.86, 0.84], 1500: [0.86, 0.86, 0.86]},
+                   {100: [0.60, 0.62, 0.81], 1000: [0.80, 0.80, 0.80], 1500: [0.85, 0.85, 0.85]}, 0.75)
+    tracks, contested, beats, reaches = findings(res, records, pool_size=1500)
+    assert tracks.holds is True and "0.750" in tracks.evidence
+    assert contested.holds is True and contested.numbers["contested_gap"] == pytest.approx(1.0)
+    assert beats.holds is True and beats.numbers["wins"] == 2 and beats.numbers["seeds"] == 3
+    assert reaches.holds is True and reaches.numbers["reference"] == pytest.approx(0.86)
+    assert reaches.numbers["ratios"][100] == pytest.approx(0.80 / 0.86)
+    res2 = _results({100: [0.5, 0.5, 0.5], 1500: [0.9, 0.9, 0.9]}, {100: [0.6, 0.6, 0.6], 1500: [0.9, 0.9, 0.9]}, 0.6)
+    _, _, beats2, reaches2 = findings(res2, records[:8], pool_size=1500)
+    assert beats2.holds is False and reaches2.holds is False
+
+
+def test_consistency_by_exposure_buckets():
+    records = [_record(0, 0, False, 0, 1), _record(1, 1, False, 1, 3), _record(2, 20, False, 1, 4),
+               _record(3, 2, True, 0, 4)]
+    table = consistency_by_exposure(records).set_index("bucket")
+    assert list(table.index) == ["0", "1", "8+", "contested"]
+    assert table.loc["contested", "overconfidence"] == pytest.approx(1.0)
+    assert table.loc["1", "consistency"] == pytest.approx(0.75)
+
+
+@pytest.fixture(scope="module")
+def tiny_world_lm(tmp_path_factory):
+    """A world LM small enough to train on a CPU in seconds (the packaged one is used by real runs)."""
+    import torch
+
+    from elical.world import WorldConfig
+    from elical.world.config import LMConfig
+    from elical.world.lm import train_world_lm
+
+    torch.set_num_threads(1)
+    path = tmp_path_factory.mktemp("wlm") / "lm"
+    lm = LMConfig(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64, steps=40,
+                  batch_size=8, seq_len=64, warmup_steps=4, lr=5e-3)
+    world = WorldConfig(n_people=60, n_ood_per_relation=10, n_paraphrase=10, n_multihop=10, n_mc=10)
+    train_world_lm(world, lm, path, device="cpu", log=lambda _: None, probe_every=40)
+    return path
+
+
+def test_tiny_run_end_to_end_writes_every_report_section(tiny_world_lm, tmp_path):
+    from elical.run.pipeline import run_pipeline
+
+    overrides = {
+        "name": "tiny", "model": str(tiny_world_lm), "torch_threads": 1,
+        "questions": {"max_train": 40, "max_eval_per_dataset": 6},
+        "annotate": {"k": 3, "batch_size": 48},
+        "train": {"budgets": [12, "all"], "seeds": [0], "stage2_passes": 40,
+                  "settings": {"epochs_stage1": 1, "batch_size": 8}},
+        # N-Prob is left out: an untrained LM gives empty answers (no tokens, no N-Prob), and evaluate
+        # cannot yet bootstrap a dataset with fewer than 5 scored questions.
+        "evaluate": {"n_resamples": 10, "alignment_repeats": 2, "baselines": ["Prob", "Consis-Lex", "Consis-Sem"]},
+    }
+    cfg = load_run_config(overrides=overrides)
+    out = run_pipeline(cfg, tmp_path / "run", log=lambda _: None)
+    run = tmp_path / "run"
+    for name in ("config.yaml", "results.csv", "metrics.csv", "table2.md", "report.md", "report.html",
+                 "records/train.parquet", "records/eval.parquet", "figures/auroc_vs_labels.png",
+                 "figures/alignment_vs_labels.png", "timings.json"):
+        assert (run / name).exists(), name
+    results = pd.read_csv(run / "results.csv")
+    assert list(results.columns) == RESULT_COLUMNS
+    assert {"Eli-Only", "Cal-Only", "EliCal", "Consis-Sem"} <= set(results.method)
+    from elical.records import read_parquet
+
+    pool = len(read_parquet(run / "records" / "train.parquet"))
+    assert 30 <= pool <= 50 and set(results[results.method == "EliCal"].budget) == {12, pool}
+    assert {"in-domain", "ood", "mc"} <= set(results.split)
+    md, page = (run / "report.md").read_text(), (run / "report.html").read_text()
+    for section in SECTIONS:
+        assert f"## {section}" in md and f"<h2>{section}</h2>" in page
+    assert set(out.timings) == {"questions", "annotate", "train", "evaluate", "report"}
+    # a rerun resumes: nothing is annotated or trained again
+    again = run_pipeline(cfg, run, log=lambda _: None)
+    assert again.timings["annotate"] == out.timings["annotate"] and again.timings["train"] == out.timings["train"]
