@@ -28,11 +28,11 @@ import torch
 
 PEAK_TFLOPS = 790.0  # dense bf16 peak measured on the H100/H200 cards (gpu.md)
 
-QWEN25_7B = dict(hidden_size=3584, num_hidden_layers=28, num_attention_heads=28, num_key_value_heads=4,
-                 intermediate_size=18944, vocab_size=152064, max_position_embeddings=32768,
-                 rope_theta=1_000_000.0, rms_norm_eps=1e-6, tie_word_embeddings=False)
-TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            intermediate_size=128, vocab_size=1000, max_position_embeddings=512, tie_word_embeddings=False)
+QWEN25_7B = {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+             "intermediate_size": 18944, "vocab_size": 152064, "max_position_embeddings": 32768,
+             "rope_theta": 1_000_000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
+TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "intermediate_size": 128, "vocab_size": 1000, "max_position_embeddings": 512, "tie_word_embeddings": False}
 
 
 def build_model(size: str, device: torch.device, attn: str):
@@ -189,12 +189,14 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=["authors", "packed", "compile", "predict"])
     parser.add_argument("--attn", default="sdpa")
     parser.add_argument("--repeats", type=int, default=2, help="timed passes after one warm-up (best kept)")
+    parser.add_argument("--time-budget", type=float, default=420.0, help="seconds after which variants are skipped")
     args = parser.parse_args()
 
     from accelerate import Accelerator
 
     from elical.train.loop import _optimizer
 
+    started = time.perf_counter()
     accelerator = Accelerator()
     device = accelerator.device
     size = args.size or ("7b" if device.type == "cuda" else "tiny")
@@ -222,6 +224,10 @@ def main() -> None:
         return min(fn() for _ in range(args.repeats))
 
     def guarded(name: str, fn) -> float | None:
+        if time.perf_counter() - started > args.time_budget:
+            accelerator.print(f"{name}: skipped (time budget of {args.time_budget:.0f} s spent)")
+            rows.append((name, float("nan"), float("nan"), "skipped: time budget"))
+            return None
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         try:
@@ -230,6 +236,10 @@ def main() -> None:
             model.zero_grad(set_to_none=True)
             accelerator.print(f"{name}: out of memory")
             rows.append((name, float("nan"), float("nan"), "OOM"))
+        except Exception as err:  # noqa: BLE001 - a failed variant (e.g. compilation) must not hide the others' figures
+            model.zero_grad(set_to_none=True)
+            accelerator.print(f"{name}: failed: {type(err).__name__}: {str(err)[:500]}")
+            rows.append((name, float("nan"), float("nan"), f"failed: {type(err).__name__}"))
         finally:
             if device.type == "cuda":
                 torch.cuda.empty_cache()
@@ -244,7 +254,7 @@ def main() -> None:
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     for tokens in args.tokens_per_batch:
         if "packed" in args.variants:
-            seconds = guarded(f"packed {tokens}", lambda: run_packed(wrapped, optimizer, seqs, targets, accelerator, tokens))
+            seconds = guarded(f"packed {tokens}", lambda t=tokens: run_packed(wrapped, optimizer, seqs, targets, accelerator, t))
             if seconds:
                 record(f"elical packed {tokens} tok", seconds, train_flops, f"{world} process(es)")
     if "predict" in args.variants and world == 1:
@@ -261,19 +271,19 @@ def main() -> None:
     if "compile" in args.variants:
         model.compile_layers()
         for tokens in args.tokens_per_batch:
-            seconds = guarded(f"compile {tokens}", lambda: run_packed(wrapped, optimizer, seqs, targets, accelerator, tokens))
+            seconds = guarded(f"compile {tokens}", lambda t=tokens: run_packed(wrapped, optimizer, seqs, targets, accelerator, t))
             if seconds:
                 record(f"elical packed+compile {tokens}", seconds, train_flops, "decoder layers compiled")
     if accelerator.is_main_process:
-        authors = next((r[1] for r in rows if r[0].startswith("authors") and r[1] == r[1]), None)
+        authors = next((r[1] for r in rows if r[0].startswith("authors") and not math.isnan(r[1])), None)
         print(f"\nmachine: {machine(device)}; processes: {world}; model: qwen2 {size} ({n_params / 1e9:.2f}B "
               f"non-embedding params), {len(seqs)} questions of {args.min_len}-{args.max_len} tokens "
               f"({real_tokens} real tokens); peak {PEAK_TFLOPS:.0f} TFLOP/s")
-        print(f"| variant | q/s per GPU | TFLOP/s per GPU | % of peak | x authors | note |")
+        print("| variant | q/s per GPU | TFLOP/s per GPU | % of peak | x authors | note |")
         print("|---|---|---|---|---|---|")
         for name, qps, tflops, note in rows:
-            ratio = f"{qps / authors:.2f}" if authors and qps == qps and not name.startswith("predict") \
-                and not name.startswith("elical predict") else ""
+            training = not name.startswith(("predict", "elical predict"))
+            ratio = f"{qps / authors:.2f}" if authors and training and not math.isnan(qps) else ""
             print(f"| {name} | {qps:.1f} | {tflops:.1f} | {100 * tflops / PEAK_TFLOPS:.1f} | {ratio} | {note} |")
 
 

@@ -57,9 +57,9 @@ def records_file(tmp_path_factory):
 
 
 def config(model_dir, out, **overrides) -> TrainConfig:
-    settings = dict(model=str(model_dir), output_dir=str(out), batch_size=8, epochs_stage1=2, epochs_stage2=2,
-                    lr=1e-2, tokens_per_batch=512, row_length=128, val_fraction=0.25, warmup_ratio=0.0,
-                    save_steps=0)
+    settings = {"model": str(model_dir), "output_dir": str(out), "batch_size": 8, "epochs_stage1": 2,
+                "epochs_stage2": 2, "lr": 1e-2, "tokens_per_batch": 512, "row_length": 128, "val_fraction": 0.25,
+                "warmup_ratio": 0.0, "save_steps": 0}
     settings.update(overrides)
     return TrainConfig(**settings)
 
@@ -144,8 +144,8 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(model_dir, records_fi
 
 
 def test_killed_run_resumes_with_the_same_command(model_dir, records_file, tmp_path, monkeypatch, capsys):
-    import elical.train.loop as loop
     from elical.model import ConfidenceModel
+    from elical.train import loop
     from elical.train.trainer import train
 
     straight = train(config(model_dir, tmp_path / "a", mode="eli-only", save_steps=2), [records_file],

@@ -28,7 +28,9 @@ class Batch:
 
     def to(self, device: torch.device | str) -> Batch:
         """The same batch on another device."""
-        move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
+        def move(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.to(device, non_blocking=True)
+
         return Batch(move(self.input_ids), move(self.position_ids), move(self.pool_index), self.order,
                      self.real_tokens, move(self.attention_mask))
 

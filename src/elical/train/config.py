@@ -72,7 +72,7 @@ class TrainConfig(BaseModel):
         """Read a config file; unknown keys are an error naming them."""
         data = yaml.safe_load(Path(path).read_text()) or {}
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+            raise ValueError(f"{path}: expected a mapping of settings, got {type(data).__name__}")  # noqa: TRY004
         return cls(**data)
 
     @classmethod

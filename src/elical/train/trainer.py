@@ -68,10 +68,10 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True) -
 
     from elical.model import ConfidenceModel
     from elical.provenance import provenance
+    from elical.train.batching import tokenize_prompts
     from elical.train.head_only import cached_features, train_head
     from elical.train.loop import Stage, StageData, run_stage
     from elical.train.predict import record_prompts
-    from elical.train.batching import tokenize_prompts
 
     if not cfg.model:
         raise ValueError("no model given: set `model` (a Hugging Face causal LM folder or name)")
