@@ -274,6 +274,13 @@ def main() -> None:
             seconds = guarded(f"compile {tokens}", lambda t=tokens: run_packed(wrapped, optimizer, seqs, targets, accelerator, t))
             if seconds:
                 record(f"elical packed+compile {tokens}", seconds, train_flops, "decoder layers compiled")
+        if "predict" in args.variants and world == 1:
+            base = accelerator.unwrap_model(wrapped)
+            base.merge_adapter()
+            seconds = guarded("predict compiled", lambda: run_predict(base, seqs, device, True, args.predict_tokens))
+            if seconds:
+                record(f"elical predict packed+compile {args.predict_tokens}", seconds, 2 * n_params, "LoRA merged")
+            base.net.unmerge_adapter()
     if accelerator.is_main_process:
         authors = next((r[1] for r in rows if r[0].startswith("authors") and not math.isnan(r[1])), None)
         print(f"\nmachine: {machine(device)}; processes: {world}; model: qwen2 {size} ({n_params / 1e9:.2f}B "

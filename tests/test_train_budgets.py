@@ -67,3 +67,17 @@ def test_require_targets_names_the_missing_field():
     mixed = bare + [Record(question="r", answers=["a"], samples=["x"], sample_consistent=[1])]
     with pytest.raises(MissingFieldError, match="1 of 2 records lack 'consistency_judgement'"):
         require_targets(mixed, "consistency", "mode eli-only")
+
+
+def test_loss_kinds_mse_default_and_bce_on_soft_targets():
+    import math
+
+    import torch
+
+    from elical.train.loop import per_question_loss
+
+    logits, target = torch.tensor([0.0, 2.0]), torch.tensor([0.25, 1.0])
+    mse = per_question_loss(logits, target, "mse")
+    assert torch.allclose(mse, torch.tensor([0.0625, (1 / (1 + math.exp(-2)) - 1) ** 2]))
+    bce = per_question_loss(logits, target, "bce")
+    assert torch.allclose(bce, torch.tensor([math.log(2), math.log(1 + math.exp(-2))]))

@@ -19,7 +19,8 @@ from elical.train.loop import StageData, TrainingError, epoch_batches, per_quest
 
 @torch.inference_mode()
 def extract_features(model, seqs: Sequence[Sequence[int]], indices: Sequence[int], pad_id: int,
-                     tokens_per_batch: int, row_length: int, accelerator=None) -> dict[int, torch.Tensor]:
+                     tokens_per_batch: int, row_length: int, accelerator=None,
+                     progress=None) -> dict[int, torch.Tensor]:
     """Pooled last-token hidden state (float32, CPU) per question index; sharded across processes."""
     rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator else (0, 1)
     device = accelerator.device if accelerator else next(model.parameters()).device
@@ -29,6 +30,8 @@ def extract_features(model, seqs: Sequence[Sequence[int]], indices: Sequence[int
         with accelerator.autocast() if accelerator else torch.autocast("cpu", enabled=False):
             feats = model.hidden_states(**batch.to(device).model_inputs())
         out.update(zip(batch.order, feats.float().cpu()))
+        if progress is not None:
+            progress(len(batch.order) * world)
     if world > 1:
         from accelerate.utils import gather_object
 
@@ -39,15 +42,20 @@ def extract_features(model, seqs: Sequence[Sequence[int]], indices: Sequence[int
     return out
 
 
-def cached_features(model, data: StageData, cfg: TrainConfig, cache_dir: Path, accelerator) -> torch.Tensor:
+def cached_features(model, data: StageData, cfg: TrainConfig, cache_dir: Path, accelerator,
+                    show_progress: bool = True) -> torch.Tensor:
     """Features of all train+val questions, read from the cache when the same prompts were seen."""
     indices = sorted(set(data.train) | set(data.val))
     key = hashlib.sha1(json.dumps([cfg.model, [data.seqs[i] for i in indices]]).encode()).hexdigest()[:16]
     path = cache_dir / f"features-{key}.pt"
     if path.exists():
         return torch.load(path, weights_only=True)
-    feats = extract_features(model, data.seqs, indices, data.pad_id, 2 * cfg.tokens_per_batch, cfg.row_length,
-                             accelerator)
+    from rich.progress import Progress
+
+    with Progress(disable=not (show_progress and accelerator.is_main_process), transient=True) as bar:
+        task = bar.add_task("hidden states (computed once, cached)", total=len(indices))
+        feats = extract_features(model, data.seqs, indices, data.pad_id, 2 * cfg.tokens_per_batch,
+                                 cfg.row_length, accelerator, progress=lambda n: bar.advance(task, n))
     hidden = next(iter(feats.values())).shape[-1]
     table = torch.full((len(data.seqs), hidden), float("nan"))
     for i, value in feats.items():

@@ -109,7 +109,7 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True) -
     if cfg.mode == "head-only":
         stage = cfg.head_only_target
         data = data_of(stage)
-        features = cached_features(model, data, cfg, out / "cache", accelerator)
+        features = cached_features(model, data, cfg, out / "cache", accelerator, show_progress)
         epochs = cfg.stage2_epochs(n_labels) if stage == "cal" else cfg.epochs_stage1
         summaries.append(train_head(model, data, cfg, features, epochs, out / "head-only", save_best))
         last = out / "head-only"
