@@ -97,8 +97,11 @@ def annotate_batch(
     prompts = [qa_prompt(item, config.prompts) for item in items]
     greedy = generate_safely(backend, prompts, config.greedy_settings(), config.retries)
     samples: list[list[Generation] | str] = [[] for _ in items]
-    if config.k > 0:
-        samples = generate_safely(backend, prompts, config.sample_settings(), config.retries)
+    alive = [i for i, g in enumerate(greedy) if not isinstance(g, str)]  # no sampling for failed questions
+    if config.k > 0 and alive:
+        sampled = generate_safely(backend, [prompts[i] for i in alive], config.sample_settings(), config.retries)
+        for i, s in zip(alive, sampled):
+            samples[i] = s
     verbal: dict[str, list[list[Generation] | str]] = {}
     for kind in config.verbal:
         shots = verbal_examples if kind == "verbal10" else ()

