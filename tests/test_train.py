@@ -163,6 +163,8 @@ def test_killed_run_resumes_with_the_same_command(model_dir, records_file, tmp_p
     with pytest.raises(KeyboardInterrupt):
         train(cfg, [records_file], show_progress=False)
     monkeypatch.setattr(loop, "_train_step", real_step)
+    with pytest.raises(ValueError, match="checkpoint of a different run"):
+        train(cfg.model_copy(update={"lr": 2e-2}), [records_file], show_progress=False)
     resumed = train(cfg, [records_file], show_progress=False)
     assert "resuming" in capsys.readouterr().out
     assert resumed["stages"][0]["steps"] == straight["stages"][0]["steps"]

@@ -27,6 +27,7 @@ class StageState:
     best_val: float = math.inf
     best_epoch: int = -1
     bad_epochs: int = 0
+    fingerprint: str = ""
     history: list[dict[str, Any]] = field(default_factory=list)
 
 

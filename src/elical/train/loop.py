@@ -99,7 +99,11 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
         model.compile_layers()
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     ckpt = stage_dir / "checkpoint"
-    state = load_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler) or StageState()
+    fingerprint = _fingerprint(stage, data, cfg)
+    state = load_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler) or StageState(fingerprint=fingerprint)
+    if state.fingerprint != fingerprint:
+        raise ValueError(f"{ckpt} holds a checkpoint of a different run (other data, model or settings); "
+                         f"use another output folder or delete {stage_dir}")
     if state.global_step:
         accelerator.print(f"{stage.name}: resuming from {ckpt} (epoch {state.epoch + 1}, "
                           f"step {state.step_in_epoch}/{steps_per_epoch})")
@@ -156,12 +160,21 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
     return summary
 
 
+def _fingerprint(stage: Stage, data: StageData, cfg: TrainConfig) -> str:
+    """What a checkpoint must match to be resumed: stage, data, targets and the schedule's settings."""
+    import hashlib
+
+    key = [stage.name, stage.epochs, stage.lr, cfg.model, cfg.seed, cfg.batch_size, cfg.loss, cfg.lora_r,
+           cfg.head, data.train, data.val, [data.targets[i] for i in data.train], [data.seqs[i] for i in data.val]]
+    return hashlib.sha1(json.dumps(key).encode()).hexdigest()
+
+
 def _stopped(what: str, stage: Stage, epoch: int, step: int, ckpt: Path, stage_dir: Path) -> TrainingError:
     kept = f"the last good checkpoint is {ckpt}" if ckpt.exists() else "no checkpoint was written yet"
     return TrainingError(
         f"{stage.name}: {what} at epoch {epoch + 1}, step {step + 1}; training stopped and nothing non-finite "
-        f"was saved; {kept} (best model so far: {stage_dir / 'best'}). Lower the learning rate "
-        f"(lr={stage.lr}) or check the targets, then rerun the same command to resume."
+        f"was saved; {kept} (best model so far: {stage_dir / 'best'}). Check the targets; a lower learning "
+        f"rate than lr={stage.lr} needs a fresh output folder (a rerun here resumes the same schedule)."
     )
 
 
