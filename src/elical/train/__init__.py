@@ -1,1 +1,15 @@
-"""Training of the confidence model: targets, nested budgets, stages (accelerate), prediction."""
+"""Training of the confidence model (EliCal): targets, nested budgets, stages, prediction.
+
+Usage::
+
+    elical train records/train.parquet --model Qwen/Qwen2.5-7B-Instruct --mode elical --budget 1000 -o runs/m
+    elical predict runs/m/model records/eval.parquet -o scores/elical-1000-0.parquet
+    # several GPUs / machines (DDP), or FSDP for backbones larger than one GPU:
+    accelerate launch --config_file src/elical/train/accelerate/ddp.yaml -m elical.cli train ...
+
+Every setting lives in :class:`elical.train.config.TrainConfig` (YAML via ``-c``, ``--set key=value``).
+Outputs: ``train_config.yaml`` and ``run.json`` (config, seed, versions), one folder per stage with its
+``best/`` model (selected on a validation split carved from the training pool), a resumable
+``checkpoint/`` and ``done.json``; ``model/`` is the final model (a standard peft adapter with the
+head, plus ``elical_model.json``).
+"""
