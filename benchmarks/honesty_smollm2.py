@@ -54,6 +54,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=2e-4)
     parser.add_argument("--methods", default="sft,absolute,confidence-num,confidence-verb,multisample")
     parser.add_argument("--predictions", type=Path, default=None, help="EliCal prediction file (id, confidence)")
+    parser.add_argument("--tag", default="", help="suffix of the honesty folder (out/honesty<tag>)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -88,18 +89,20 @@ def main() -> None:
         from elical.predictions import read_predictions
 
         confidences, gate_source = read_predictions(args.predictions).confidence, str(args.predictions)
+        gate_name = "elical-gate"
     else:
         confidences = {r.id: sum(r.sample_consistent) / len(r.sample_consistent) for r in records if r.sample_consistent}
         gate_source = "self-consistency (training-free stand-in for EliCal)"
+        gate_name = "consistency-gate"
 
     cfg = HonestyConfig(
         seed=args.seed, max_new_tokens=48, batch_size=32,
         tune=TuneConfig(max_steps=args.steps, batch_size=args.batch_size, learning_rate=args.lr, device="cpu"),
     )
     start = time.perf_counter()
-    table = run_honesty_comparison(train, evaluated, confidences, model, tokenizer, cfg, args.out / "honesty",
-                                   methods=args.methods.split(","), val_records=val, extra_items=extra,
-                                   base_name=source.name)
+    table = run_honesty_comparison(train, evaluated, confidences, model, tokenizer, cfg, args.out / f"honesty{args.tag}",
+                                   methods=[m for m in args.methods.split(",") if m], val_records=val,
+                                   extra_items=extra, base_name=source.name, gate_name=gate_name)
     timings["tune+eval"] = time.perf_counter() - start
 
     known = sum(bool(r.greedy_correct) for r in train)

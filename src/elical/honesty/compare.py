@@ -84,6 +84,7 @@ def run_honesty_comparison(
     extra_items: Sequence[QAItem] = (),
     progress: bool = True,
     base_name: str | None = None,
+    gate_name: str = GATE_METHOD,
 ) -> pd.DataFrame:
     """Score the unaligned generator, each fine-tuning method and the EliCal gate on ``eval_records``
     (plus ``extra_items``, e.g. PUQA/PKQA from :func:`load_honesty_dir`); return the table.
@@ -93,7 +94,8 @@ def run_honesty_comparison(
       (None: no gate row); questions without one get no gate row, with a warning;
     * ``val_records``: where tau is chosen (need greedy correctness); default: a seeded
       ``config.val_fraction`` of ``train_records``, then left out of the tuning data too.
-    ``model`` is not changed: each method tunes a copy.
+    ``gate_name`` labels the gate's rows (say which confidence gates). ``model`` is not changed:
+    each method tunes a copy.
     """
     config = config or HonestyConfig()
     unknown = [m for m in methods if m not in METHODS]
@@ -143,16 +145,16 @@ def run_honesty_comparison(
             base = unaligned[has].reset_index(drop=True)
             texts = gated_texts(list(base["answer"]), answered, config.refusal)
             table = answer_table(keep, texts, config)
-            rows += score_rows(GATE_METHOD, base, table)
-            frames.append(table.assign(method=GATE_METHOD))
+            rows += score_rows(gate_name, base, table)
+            frames.append(table.assign(method=gate_name))
 
     result = pd.DataFrame(rows)
-    result["tau"] = np.where(result["method"] == GATE_METHOD, gate.tau if gate else np.nan, np.nan)
+    result["tau"] = np.where(result["method"] == gate_name, gate.tau if gate else np.nan, np.nan)
     if out is not None:
         meta: dict[str, Any] = {"config": config.model_dump(), "methods": list(methods), "tuning_records": len(train),
                                 "evaluated": len(items)}
         if gate is not None:
-            meta["gate"] = {"tau": gate.tau, "objective": gate.objective, "validation_score": gate.validation_score,
+            meta["gate"] = {"name": gate_name, "tau": gate.tau, "objective": gate.objective, "validation_score": gate.validation_score,
                             "n_validation": gate.n_validation}
         write_scores(result, out, "honesty_comparison", meta)
         pd.concat(frames, ignore_index=True).to_parquet(out / "answers.parquet", index=False)
