@@ -7,7 +7,8 @@ same run and on the same questions (lengths uniform in [30, 80] tokens):
 * ``authors``: an HF-Trainer-like loop: batches of 16 in file order padded to their longest (no length
   grouping), gradient accumulation 8, grad-norm clipping, AdamW, linear schedule;
 * ``packed``: elical's trainer step (``elical.train.loop._train_step``): padding-free packed rows,
-  token-budget micro-batches; ``packed+compile``: the same with each decoder layer compiled;
+  token-budget micro-batches, LoRA update fused into one GEMM, no float32 copies of adapted inputs;
+  ``packed+compile``: the same with each decoder layer compiled;
 * ``predict``: elical's prediction path (LoRA merged, packed, inference mode) and a padded batch-16 one.
 
 Model FLOPs: 4*N*T for training, 2*N*T for prediction (N non-embedding parameters, T real tokens).
@@ -71,11 +72,15 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def set_input_casting(model, enabled: bool) -> None:
-    """peft's default casts each adapted input to the float32 adapter dtype; elical turns that off."""
+def peft_defaults(model, enabled: bool) -> None:
+    """The authors' LoRA: peft's own forward, which casts each adapted input to the float32 adapter
+    dtype; elical turns the cast off under autocast and fuses the update into one GEMM."""
+    from elical.model import set_fused_lora
+
     for module in model.modules():
         if hasattr(module, "cast_input_dtype_enabled"):
-            module.cast_input_dtype_enabled = enabled
+            module.cast_input_dtype_enabled = enabled if model.autocast_dtype is not None else True
+    set_fused_lora(model.net, not enabled and model.config.fused_lora)
 
 
 def check_packing(model, seqs, device) -> float:
@@ -95,7 +100,7 @@ def check_packing(model, seqs, device) -> float:
 
 def run_authors(model, seqs, targets, device, batch: int = 16, accum: int = 8) -> float:
     """HF-Trainer-like epoch: padded batches of 16 in file order, accumulation 8, clip, AdamW, schedule,
-    bf16 autocast, peft's default float32 adapter inputs."""
+    bf16 autocast, peft's default LoRA forward (float32 adapter inputs)."""
     from transformers import get_linear_schedule_with_warmup
 
     from elical.train.batching import padded_batches
@@ -107,7 +112,7 @@ def run_authors(model, seqs, targets, device, batch: int = 16, accum: int = 8) -
     scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * steps), steps)
     target = torch.tensor(targets, device=device)
     model.train()
-    set_input_casting(model, device.type == "cuda")
+    peft_defaults(model, True)
     sync(device)
     start = time.perf_counter()
     for i, mb in enumerate(padded_batches(seqs, list(range(len(seqs))), model.tokenizer.pad_token_id, batch)):
@@ -122,7 +127,7 @@ def run_authors(model, seqs, targets, device, batch: int = 16, accum: int = 8) -
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
     sync(device)
-    set_input_casting(model, model.autocast_dtype is None)
+    peft_defaults(model, False)
     return time.perf_counter() - start
 
 

@@ -157,3 +157,23 @@ def test_head_only_mlp_model_round_trip(tiny_dir, tmp_path):
 def test_load_names_a_folder_that_is_not_a_model(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a saved elical model folder"):
         ConfidenceModel.load(tmp_path)
+
+
+def test_fused_lora_matches_peft_forward_and_gradients(tiny_dir):
+    from elical.model import set_fused_lora
+
+    model = randomized(ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir)))).train()
+    seqs = encode(model)
+    batch = packed_batches(seqs, range(len(seqs)), model.tokenizer.pad_token_id, 512, 128)[0]
+    results = []
+    for fused in (True, False):
+        assert set_fused_lora(model.net, fused) == 14  # 7 linear layers x 2 decoder layers
+        model.zero_grad()
+        logits = model(**batch.model_inputs())
+        (logits ** 2).sum().backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+        results.append((logits.detach(), grads))
+    torch.testing.assert_close(results[0][0], results[1][0], atol=1e-6, rtol=1e-5)
+    for name, grad in results[0][1].items():
+        torch.testing.assert_close(grad, results[1][1][name], atol=1e-6, rtol=1e-4)
+    assert any(g.abs().sum() > 0 for n, g in results[0][1].items() if "lora_A" in n)
