@@ -264,9 +264,11 @@ def main() -> None:
                 record(f"elical packed {tokens} tok", seconds, train_flops, f"{world} process(es)")
     if "predict" in args.variants and world == 1:
         base = accelerator.unwrap_model(wrapped)
-        seconds = guarded("predict padded b16", lambda: run_predict(base, seqs, device, False, 0))
+        peft_defaults(base, True)
+        seconds = guarded("authors-like predict b16", lambda: run_predict(base, seqs, device, False, 0))
+        peft_defaults(base, False)
         if seconds:
-            record("predict padded b16 (LoRA live)", seconds, 2 * n_params)
+            record("authors-like predict b16", seconds, 2 * n_params, "padded, LoRA unmerged (peft default)")
         base.merge_adapter()
         seconds = guarded("predict packed", lambda: run_predict(base, seqs, device, True, args.predict_tokens))
         if seconds:
@@ -287,15 +289,18 @@ def main() -> None:
                 record(f"elical predict packed+compile {args.predict_tokens}", seconds, 2 * n_params, "LoRA merged")
             base.net.unmerge_adapter()
     if accelerator.is_main_process:
-        authors = next((r[1] for r in rows if r[0].startswith("authors") and not math.isnan(r[1])), None)
+        def baseline(predict: bool) -> float | None:
+            return next((r[1] for r in rows if r[0].startswith("authors") and ("predict" in r[0]) == predict
+                         and not math.isnan(r[1])), None)
+
         print(f"\nmachine: {machine(device)}; processes: {world}; model: qwen2 {size} ({n_params / 1e9:.2f}B "
               f"non-embedding params), {len(seqs)} questions of {args.min_len}-{args.max_len} tokens "
               f"({real_tokens} real tokens); peak {PEAK_TFLOPS:.0f} TFLOP/s")
         print("| variant | q/s per GPU | TFLOP/s per GPU | % of peak | x authors | note |")
         print("|---|---|---|---|---|---|")
         for name, qps, tflops, note in rows:
-            training = not name.startswith(("predict", "elical predict"))
-            ratio = f"{qps / authors:.2f}" if authors and training and not math.isnan(qps) else ""
+            authors = baseline("predict" in name)
+            ratio = f"{qps / authors:.2f}" if authors and not math.isnan(qps) else ""
             print(f"| {name} | {qps:.1f} | {tflops:.1f} | {100 * tflops / PEAK_TFLOPS:.1f} | {ratio} | {note} |")
 
 
