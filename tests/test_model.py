@@ -177,3 +177,25 @@ def test_fused_lora_matches_peft_forward_and_gradients(tiny_dir):
     for name, grad in results[0][1].items():
         torch.testing.assert_close(grad, results[1][1][name], atol=1e-6, rtol=1e-4)
     assert any(g.abs().sum() > 0 for n, g in results[0][1].items() if "lora_A" in n)
+
+
+@pytest.mark.parametrize("arch", ["mistral", "gemma"])
+def test_other_families_through_auto_classes(arch, tiny_tokenizer, tmp_path):
+    from transformers import AutoModelForCausalLM, GemmaConfig, MistralConfig
+
+    config_cls = {"mistral": MistralConfig, "gemma": GemmaConfig}[arch]
+    config = config_cls(vocab_size=len(tiny_tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=512,
+                        pad_token_id=tiny_tokenizer.pad_token_id, tie_word_embeddings=False)
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    tiny_tokenizer.save_pretrained(tmp_path)
+    model = randomized(ConfidenceModel.create(ModelConfig(base_model=str(tmp_path))))
+    assert len(model.lora_parameters()) == 2 * 7 * 2  # A and B on 7 linear layers in 2 decoder layers
+    seqs = encode(model)
+    pad = model.tokenizer.pad_token_id
+    alone = confidences(model, seqs, [padded_batch(seqs, [i], pad) for i in range(len(seqs))])
+    packed = confidences(model, seqs, packed_batches(seqs, range(len(seqs)), pad, 256, 64))
+    left = confidences(model, seqs, [padded_batch(seqs, list(range(len(seqs))), pad, "left")])
+    torch.testing.assert_close(packed, alone, atol=1e-5, rtol=0)
+    torch.testing.assert_close(left, alone, atol=1e-5, rtol=0)
