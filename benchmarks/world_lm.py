@@ -13,7 +13,9 @@ import platform
 import time
 from pathlib import Path
 
-from elical.world.config import LMConfig, WorldConfig
+from dataclasses import asdict
+
+from elical.world.config import LMConfig, WorldConfig, load_world_configs
 from elical.world.generate import generate_world
 from elical.world.lm import gold_text, generate_replies, load_world_lm, train_world_lm
 from elical.world.questions import evaluation_questions
@@ -22,6 +24,9 @@ VARIANTS = {
     "h128": dict(hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=384),
     "h192": dict(hidden_size=192, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=512),
     "h256": dict(hidden_size=256, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=688),
+    # two layers: the confidence model's LoRA training costs scale with depth on a CPU
+    "h128l2": dict(hidden_size=128, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=384),
+    "h256l2": dict(hidden_size=256, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=768),
 }
 
 
@@ -77,11 +82,13 @@ def main() -> None:
     parser.add_argument("--probe-only", action="store_true", help="only run the consistency probe on OUT/<variant>")
     parser.add_argument("--tag", default="", help="suffix of the output folder name (several runs of one variant)")
     parser.add_argument("--lr", type=float, default=None)
+    parser.add_argument("--config", default=None, help="YAML with world:/lm: sections (as `elical world train-lm`)")
     args = parser.parse_args()
     print("machine:", machine())
     rows = []
     for name in args.variant or ["h192"]:
-        lm_kwargs = dict(VARIANTS[name])
+        world_base, lm_base = load_world_configs(args.config)
+        lm_kwargs = {**asdict(lm_base), **VARIANTS[name]}
         if args.hidden:
             lm_kwargs.update(hidden_size=args.hidden, intermediate_size=2 * args.hidden)
         if args.layers:
@@ -91,7 +98,7 @@ def main() -> None:
         if args.lr:
             lm_kwargs.update(lr=args.lr)
         folder = Path(args.out) / (name + args.tag)
-        world = WorldConfig(**({"n_people": args.people} if args.people else {}))
+        world = WorldConfig(**{**asdict(world_base), **({"n_people": args.people} if args.people else {})})
         start = time.time()
         final = {} if args.probe_only else train_world_lm(world, LMConfig(**lm_kwargs), folder,
                                                           probe_every=args.probe_every)

@@ -7,13 +7,15 @@ OUT=${OUT:-/tmp/out}
 W=/tmp/wlm
 mkdir -p "$W" "$OUT"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
-run() {  # variant tag steps
-  python benchmarks/world_lm.py --out "$W" --variant "$1" --tag "$2" --steps "$3" > "$OUT/$1$2.log" 2>&1
-  tar -C "$W" -cf "$OUT/$1$2.tar" "$1$2"
+run() {  # variant tag steps [extra args]
+  local v=$1 tag=$2 steps=$3; shift 3
+  python benchmarks/world_lm.py --out "$W" --variant "$v" --tag "$tag" --steps "$steps" "$@" > "$OUT/$v$tag.log" 2>&1
+  tar -C "$W" -cf "$OUT/$v$tag.tar" "$v$tag"
 }
-run h192 -s8k 8000 &
-run h256 -s8k 8000 &
-run h192 -s3k 3000 &
-run h128 -s8k 8000 &
+# VARIANTS="h192:-s8k:8000 h256:-s8k:8000" overrides the set below (variant:tag:steps[:probe_every])
+for spec in ${VARIANTS:-h256l2:-s8k:8000 h256l2:-s3k:3000 h192:-s8k:8000 h128l2:-s8k:8000}; do
+  IFS=: read -r v tag steps probe <<< "$spec"
+  run "$v" "$tag" "$steps" --probe-every "${probe:-1000}" &
+done
 wait
 tail -n 3 "$OUT"/*.log
