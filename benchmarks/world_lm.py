@@ -11,22 +11,21 @@ import argparse
 import json
 import platform
 import time
-from pathlib import Path
-
 from dataclasses import asdict
+from pathlib import Path
 
 from elical.world.config import LMConfig, WorldConfig, load_world_configs
 from elical.world.generate import generate_world
-from elical.world.lm import gold_text, generate_replies, load_world_lm, train_world_lm
+from elical.world.lm import generate_replies, gold_text, load_world_lm, train_world_lm
 from elical.world.questions import evaluation_questions
 
 VARIANTS = {
-    "h128": dict(hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=384),
-    "h192": dict(hidden_size=192, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=512),
-    "h256": dict(hidden_size=256, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=688),
+    "h128": {"hidden_size": 128, "num_layers": 4, "num_heads": 4, "num_kv_heads": 2, "intermediate_size": 384},
+    "h192": {"hidden_size": 192, "num_layers": 4, "num_heads": 4, "num_kv_heads": 2, "intermediate_size": 512},
+    "h256": {"hidden_size": 256, "num_layers": 4, "num_heads": 4, "num_kv_heads": 2, "intermediate_size": 688},
     # two layers: the confidence model's LoRA training costs scale with depth on a CPU
-    "h128l2": dict(hidden_size=128, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=384),
-    "h256l2": dict(hidden_size=256, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=768),
+    "h128l2": {"hidden_size": 128, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "intermediate_size": 384},
+    "h256l2": {"hidden_size": 256, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "intermediate_size": 768},
 }
 
 

@@ -44,7 +44,7 @@ def test_stage2_epochs_follow_passes_per_label_within_bounds():
 
 
 def _metrics(rows: list[tuple[str, str, str, str, float]]) -> pd.DataFrame:
-    return pd.DataFrame([dict(method=m, dataset=d, group=g, metric=k, value=v, ci_low=math.nan, ci_high=math.nan)
+    return pd.DataFrame([{"method": m, "dataset": d, "group": g, "metric": k, "value": v, "ci_low": math.nan, "ci_high": math.nan}
                          for m, d, g, k, v in rows])
 
 

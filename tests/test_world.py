@@ -7,11 +7,17 @@ from collections import Counter
 
 import pytest
 
-from elical.world import WorldConfig, corpus_sentences, evaluation_questions, generate_world, qa_tuning_examples
+from elical.world import (
+    WorldConfig,
+    corpus_sentences,
+    evaluation_questions,
+    generate_world,
+    qa_tuning_examples,
+)
 from elical.world.config import LMConfig, load_world_configs
 from elical.world.relations import PERSON_RELATIONS
 
-SMALL = dict(n_people=120, n_ood_per_relation=30, n_paraphrase=40, n_multihop=30, n_mc=40)
+SMALL = {"n_people": 120, "n_ood_per_relation": 30, "n_paraphrase": 40, "n_multihop": 30, "n_mc": 40}
 
 
 @pytest.fixture(scope="module")

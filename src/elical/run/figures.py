@@ -7,10 +7,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
 COLORS = {"Cal-Only": "tab:orange", "EliCal": "tab:blue", "Head-Only": "tab:green"}
 
@@ -22,13 +21,13 @@ def metric_vs_labels(summary: pd.DataFrame, metric: str, splits: list[str], path
     fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.6), squeeze=False)
     for ax, split in zip(axes[0], splits):
         rows = summary[(summary.metric == metric) & (summary.split == split)]
-        for method in COLORS:
+        for method, color in COLORS.items():
             line = rows[rows.method == method].sort_values("budget")
             if line.empty:
                 continue
             x, y, sd = line.budget.to_numpy(float), line["mean"].to_numpy(float), line["std"].fillna(0).to_numpy(float)
-            ax.plot(x, y, marker="o", color=COLORS[method], label=method)
-            ax.fill_between(x, y - sd, y + sd, color=COLORS[method], alpha=0.2)
+            ax.plot(x, y, marker="o", color=color, label=method)
+            ax.fill_between(x, y - sd, y + sd, color=color, alpha=0.2)
         eli = rows[rows.method == "Eli-Only"]
         if not eli.empty:
             ax.axhline(float(eli["mean"].iloc[0]), color="tab:purple", ls="--", lw=1.2, label="Eli-Only (0 labels)")

@@ -33,7 +33,7 @@ def _ascii(text: str) -> bool:
     return all(ch in string.printable for ch in text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _alt_spellings(iso: str) -> tuple[str, ...]:
     try:
         from countryinfo import CountryInfo

@@ -197,13 +197,13 @@ def build_blocks(cfg: RunConfig, subject, records: Sequence[Record], evaluation:
         + (f" ({info['lm_params'] / 1e6:.2f}M params, world {info['world_fingerprint']})" if info.get("lm_params") else ""),
         f"questions: {pool_size} in the calibration pool (train), "
         + ", ".join(f"{n} {g} evaluated (greedy accuracy {accuracy[g]:.2f})" for g, n in by_group.items()),
-        f"annotation: greedy + k={cfg.annotate.k} samples (temperature {cfg.annotate.temperature}, top_p "
+        (f"annotation: greedy + k={cfg.annotate.k} samples (temperature {cfg.annotate.temperature}, top_p "
         f"{cfg.annotate.top_p}, top_k {cfg.annotate.top_k}); judges: correctness {cfg.annotate.judges.correctness}, "
-        f"consistency {cfg.annotate.judges.consistency}",
-        f"trained: {', '.join(cfg.train.methods)} x budgets {cfg.train.budgets} (all = {pool_size}) x seeds "
-        f"{cfg.train.seeds}; trainer settings {cfg.train.settings}",
-        f"evaluation: {cfg.evaluate.n_resamples} bootstrap resamples, alignment over "
-        f"{cfg.evaluate.alignment_repeats} seeded 20/80 splits",
+        f"consistency {cfg.annotate.judges.consistency}"),
+        (f"trained: {', '.join(cfg.train.methods)} x budgets {cfg.train.budgets} (all = {pool_size}) x seeds "
+        f"{cfg.train.seeds}; trainer settings {cfg.train.settings}"),
+        (f"evaluation: {cfg.evaluate.n_resamples} bootstrap resamples, alignment over "
+        f"{cfg.evaluate.alignment_repeats} seeded 20/80 splits"),
         "time per step (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items())
         + f"; total so far {sum(timings.values()):.1f} s",
     ]))

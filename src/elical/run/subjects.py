@@ -41,7 +41,7 @@ def subsample(items: Sequence[QAItem], max_train: int | None, max_eval: int | No
         share = max_train / len(train)
         for name in sorted(per):
             members = per[name]
-            kept += rng.sample(members, int(round(share * len(members))))
+            kept += rng.sample(members, round(share * len(members)))
     else:
         kept += train
     for name in sorted(by_dataset):

@@ -121,8 +121,9 @@ def load_world_configs(path: str | None, **lm_overrides: Any) -> tuple[WorldConf
     """World and LM configs from a YAML file's ``world:`` and ``lm:`` sections (or defaults), then overrides."""
     data: dict[str, Any] = {}
     if path:
-        import yaml
         from pathlib import Path
+
+        import yaml
 
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
         if not isinstance(data, dict):

@@ -134,7 +134,7 @@ def generate_world(cfg: WorldConfig | None = None) -> World:
     priors = {pool: _zipf_weights(len(values)) for pool, values in pools.items()}
     for values in pools.values():
         rng.shuffle(values)
-    n_qa = int(round(cfg.qa_fraction * cfg.n_people))
+    n_qa = round(cfg.qa_fraction * cfg.n_people)
     people: list[Person] = []
     for index, name in enumerate(names):
         popularity = math.exp(rng.gauss(cfg.popularity_mu, cfg.popularity_sigma))
@@ -148,7 +148,7 @@ def generate_world(cfg: WorldConfig | None = None) -> World:
             if rng.random() < cfg.contested.get(rel.name, 0.0):
                 fact.wrong_value = rng.choice([v for v in values if v != value])
                 lo, hi = cfg.contested_wrong_ratio
-                fact.wrong_mentions = max(2, int(round(max(mentions, 1) * rng.uniform(lo, hi))))
+                fact.wrong_mentions = max(2, round(max(mentions, 1) * rng.uniform(lo, hi)))
             person.facts[rel.name] = fact
         people.append(person)
     rng.shuffle(people)

@@ -122,8 +122,8 @@ def generate_replies(model, tokenizer, examples: list[QAExample], lm: LMConfig, 
         chunk = examples[start:start + step]
         prompts = [chat_prompt(tokenizer, user_text(e, lm), lm.system_prompt) for e in chunk]
         enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-        common = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                      eos_token_id=tokenizer.eos_token_id)
+        common = {"max_new_tokens": max_new_tokens, "pad_token_id": tokenizer.pad_token_id,
+                      "eos_token_id": tokenizer.eos_token_id}
         with torch.no_grad():
             greedy = model.generate(**enc, do_sample=False, **common)
             sampled = model.generate(**enc, do_sample=True, temperature=1.0, top_p=0.95, top_k=50,
@@ -183,7 +183,7 @@ def train_world_lm(world_cfg: WorldConfig, lm: LMConfig, out_dir: str | Path, de
         raise ValueError(f"world tokenizer misses {n_unk} token(s) of the corpus/QA data")
     chunks, packs = _corpus_chunks(corpus, lm.seq_len, tokenizer.bos_token_id, rng), _qa_packs(
         qa, lm.seq_len, tokenizer.pad_token_id, rng)
-    n_qa = max(1, int(round(lm.batch_size * lm.qa_weight))) if qa else 0
+    n_qa = max(1, round(lm.batch_size * lm.qa_weight)) if qa else 0
     n_lm = lm.batch_size - n_qa
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]

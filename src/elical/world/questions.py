@@ -89,7 +89,7 @@ def evaluation_questions(world: World, seed: int = 0) -> list[QAExample]:
     for rel in (r for r in PERSON_RELATIONS if r.in_domain):
         order = list(people)
         rng.shuffle(order)
-        n_train = int(round(cfg.train_pool_fraction * len(order)))
+        n_train = round(cfg.train_pool_fraction * len(order))
         for i, person in enumerate(order):
             split = "train" if i < n_train else "test"
             question = rng.choice(rel.questions).format(s=person.name)
