@@ -12,10 +12,10 @@ run() {  # variant tag steps [extra args]
   python benchmarks/world_lm.py --out "$W" --variant "$v" --tag "$tag" --steps "$steps" "$@" > "$OUT/$v$tag.log" 2>&1
   tar -C "$W" -cf "$OUT/$v$tag.tar" "$v$tag"
 }
-# VARIANTS="h192:-s8k:8000 h256:-s8k:8000" overrides the set below (variant:tag:steps[:probe_every])
-for spec in ${VARIANTS:-h256l2:-s8k:8000 h256l2:-s3k:3000 h192:-s8k:8000 h128l2:-s8k:8000}; do
-  IFS=: read -r v tag steps probe <<< "$spec"
-  run "$v" "$tag" "$steps" --probe-every "${probe:-1000}" &
+# VARIANTS="h192:-s8k:8000 h256:-s8k:8000" overrides the set below (variant:tag:steps[:probe_every[:config]])
+for spec in ${VARIANTS:-h256l2:-s8k:8000 h192:-s8k:8000 h256l2:-qa50:8000:1000:benchmarks/world_lm_qa50.yaml h128l2:-s8k:8000}; do
+  IFS=: read -r v tag steps probe config <<< "$spec"
+  run "$v" "$tag" "$steps" --probe-every "${probe:-1000}" ${config:+--config "$config"} &
 done
 wait
 tail -n 3 "$OUT"/*.log
