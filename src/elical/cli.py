@@ -100,7 +100,7 @@ def annotate(
     from elical.annotate.config import AnnotateConfig
     from elical.annotate.run import annotate_sources, summarize
 
-    console = Console()
+    console = Console(width=140)
     overrides = dict(
         model=model, backend=backend, base_url=base_url, k=k, max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty,
         batch_size=batch_size, chunk_size=chunk_size, shard=shard, seed=seed, device=device, dtype=dtype,

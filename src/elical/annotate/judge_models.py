@@ -78,31 +78,39 @@ class LLMJudge(Judge):
         return "\n".join(m["content"] for m in messages) + "\n"
 
     def reply_logprobs(self, queries: Sequence[JudgeQuery]) -> list[tuple[float, float]]:
-        """(log p(yes reply), log p(no reply)) for each query, by one forward pass per candidate."""
+        """(log p(yes reply), log p(no reply)) for each query, from one left-padded forward pass per
+        batch that keeps only the logits of the reply positions."""
         import torch
 
-        yes = self.tokenizer(self.prompts.judge_yes, add_special_tokens=False)["input_ids"]
-        no = self.tokenizer(self.prompts.judge_no, add_special_tokens=False)["input_ids"]
-        out: list[tuple[float, float]] = []
+        replies = [self.tokenizer(r, add_special_tokens=False)["input_ids"] for r in (self.prompts.judge_yes, self.prompts.judge_no)]
+        keep = max(len(r) for r in replies) + 1
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        device = self.model.device
+        out: list[tuple[float, float]] = []
         for start in range(0, len(queries), self.batch_size):
             batch = queries[start : start + self.batch_size]
-            prompts = [self.tokenizer(self.prompt(q), add_special_tokens=False)["input_ids"] for q in batch]
-            seqs = [(p, c) for p in prompts for c in (yes, no)]
-            width = max(len(p) + len(c) for p, c in seqs)
+            prompts = self.tokenizer([self.prompt(q) for q in batch], add_special_tokens=False)["input_ids"]
+            seqs = [p + r for p in prompts for r in replies]
+            width = max(len(s) for s in seqs)
             ids = torch.full((len(seqs), width), pad, dtype=torch.long)
             mask = torch.zeros_like(ids)
-            for row, (p, c) in enumerate(seqs):
-                ids[row, : len(p) + len(c)] = torch.tensor(p + c)
-                mask[row, : len(p) + len(c)] = 1
+            for row, seq in enumerate(seqs):
+                ids[row, width - len(seq) :] = torch.tensor(seq)
+                mask[row, width - len(seq) :] = 1
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
             with torch.inference_mode():
-                logits = self.model(input_ids=ids.to(self.model.device), attention_mask=mask.to(self.model.device)).logits
-                logp = torch.log_softmax(logits.float(), dim=-1).cpu()
-            scores = []
-            for row, (p, c) in enumerate(seqs):
-                positions = torch.arange(len(p) - 1, len(p) + len(c) - 1)
-                scores.append(float(logp[row, positions, torch.tensor(c)].sum()))
-            out.extend(zip(scores[0::2], scores[1::2]))
+                logits = self.model(
+                    input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device), logits_to_keep=keep
+                ).logits
+                logp = torch.log_softmax(logits.float(), dim=-1)
+                # the last `keep` positions; reply token j of a reply of length c is predicted at keep-1-c+j
+                scores = torch.zeros(len(seqs), device=logp.device)
+                for which, reply in enumerate(replies):
+                    rows = torch.arange(which, len(seqs), len(replies), device=logp.device)
+                    for j, token in enumerate(reply):
+                        scores[rows] += logp[rows, keep - 1 - len(reply) + j, token]
+            values = scores.tolist()
+            out.extend(zip(values[0::2], values[1::2]))
         return out
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:

@@ -176,7 +176,7 @@ class HFBackend(Backend):
             logprobs = recorder.finish(sequences[:, -1]) if sequences.shape[1] > input_ids.shape[1] else None
         new_tokens = sequences[:, input_ids.shape[1] :].tolist()
         table = logprobs.tolist() if logprobs is not None else [[] for _ in new_tokens]
-        return [self._to_generation(ids, lps, settings.logprobs) for ids, lps in zip(new_tokens, table)]
+        return self._to_generations(new_tokens, table, settings.logprobs)
 
     def _prefill(self, input_ids, attention_mask, n: int):
         """Run the shared prompt prefix once and repeat its KV cache for the n samples."""
@@ -195,17 +195,27 @@ class HFBackend(Backend):
         cache.batch_repeat_interleave(n)
         return cache
 
-    def _to_generation(self, ids: list[int], logprobs: list[float], keep_logprobs: bool) -> Generation:
+    def _to_generations(self, sequences: list[list[int]], logprobs: list[list[float]], keep_logprobs: bool) -> list[Generation]:
+        """Cut each sequence at its first stop token and decode it (all tokens in one batch call)."""
         stop = set(self.stop_ids)
-        end = next((i for i, t in enumerate(ids) if t in stop), None)
-        finish = "stop" if end is not None else "length"
-        ids = ids[:end] if end is not None else ids
-        tokens = [self.tokenizer.decode([t]) for t in ids]
-        text = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
-        return Generation(
-            text=text,
-            tokens=tokens,
-            token_logprobs=[float(v) for v in logprobs[: len(ids)]] if keep_logprobs else None,
-            finish_reason=finish,
-            token_ids=list(ids),
-        )
+        kept: list[list[int]] = []
+        finished: list[bool] = []
+        for ids in sequences:
+            end = next((i for i, t in enumerate(ids) if t in stop), None)
+            kept.append(ids[:end] if end is not None else ids)
+            finished.append(end is not None)
+        pieces = self.tokenizer.batch_decode([[t] for ids in kept for t in ids]) if any(kept) else []
+        texts = self.tokenizer.batch_decode(kept, skip_special_tokens=True)
+        out, at = [], 0
+        for ids, lps, done, text in zip(kept, logprobs, finished, texts):
+            out.append(
+                Generation(
+                    text=text.strip(),
+                    tokens=pieces[at : at + len(ids)],
+                    token_logprobs=[float(v) for v in lps[: len(ids)]] if keep_logprobs else None,
+                    finish_reason="stop" if done else "length",
+                    token_ids=list(ids),
+                )
+            )
+            at += len(ids)
+        return out
