@@ -81,6 +81,7 @@ def main() -> None:
     parser.add_argument("--probe-only", action="store_true", help="only run the consistency probe on OUT/<variant>")
     parser.add_argument("--tag", default="", help="suffix of the output folder name (several runs of one variant)")
     parser.add_argument("--lr", type=float, default=None)
+    parser.add_argument("--time-limit", type=float, default=None, help="stop training (and save) after this many s")
     parser.add_argument("--config", default=None, help="YAML with world:/lm: sections (as `elical world train-lm`)")
     args = parser.parse_args()
     print("machine:", machine())
@@ -100,7 +101,7 @@ def main() -> None:
         world = WorldConfig(**{**asdict(world_base), **({"n_people": args.people} if args.people else {})})
         start = time.time()
         final = {} if args.probe_only else train_world_lm(world, LMConfig(**lm_kwargs), folder,
-                                                          probe_every=args.probe_every)
+                                                          probe_every=args.probe_every, time_limit=args.time_limit)
         seconds = round(time.time() - start, 1)
         probe = consistency_probe(folder)
         rows.append({"variant": name + args.tag, "train_seconds": seconds, **final, **probe})

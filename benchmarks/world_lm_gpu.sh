@@ -9,7 +9,7 @@ mkdir -p "$W" "$OUT"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 run() {  # variant tag steps [extra args]
   local v=$1 tag=$2 steps=$3; shift 3
-  python benchmarks/world_lm.py --out "$W" --variant "$v" --tag="$tag" --steps "$steps" "$@" > "$OUT/$v$tag.log" 2>&1
+  python benchmarks/world_lm.py --out "$W" --variant "$v" --tag="$tag" --steps "$steps" --time-limit "${TIME_LIMIT:-420}" "$@" > "$OUT/$v$tag.log" 2>&1
   tar -C "$W" -cf "$OUT/$v$tag.tar" "$v$tag"
 }
 # VARIANTS="h192:-s8k:8000 h256:-s8k:8000" overrides the set below (variant:tag:steps[:probe_every[:config]])

@@ -164,8 +164,13 @@ def probe(model, tokenizer, world: World, lm: LMConfig, n: int = 600) -> dict[st
 
 
 def train_world_lm(world_cfg: WorldConfig, lm: LMConfig, out_dir: str | Path, device: str | None = None,
-                   log: Callable[[str], None] = print, probe_every: int = 1000) -> dict[str, Any]:
-    """Pretrain the tiny LM on the world's corpus + QA examples and save it (safetensors) to ``out_dir``."""
+                   log: Callable[[str], None] = print, probe_every: int = 1000,
+                   time_limit: float | None = None) -> dict[str, Any]:
+    """Pretrain the tiny LM on the world's corpus + QA examples and save it (safetensors) to ``out_dir``.
+
+    ``time_limit`` (seconds) is a safety net for time-boxed machines: training stops early, saves, and
+    the metadata records the step reached (the checkpoint then differs from a full run's).
+    """
     import torch
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -219,12 +224,16 @@ def train_world_lm(world_cfg: WorldConfig, lm: LMConfig, out_dir: str | Path, de
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        last = step + 1 == lm.steps
+        out_of_time = time_limit is not None and time.time() - start > time_limit
+        last = step + 1 == lm.steps or out_of_time
         if (step + 1) % probe_every == 0 or last:
             entry = {"step": step + 1, "loss": round(loss.item(), 4), "seconds": round(time.time() - start, 1),
                      **probe(model, tokenizer, world, lm)}
             history.append(entry)
             log(json.dumps(entry))
+        if out_of_time:
+            log(f"time limit {time_limit}s reached: stopped at step {step + 1} of {lm.steps}")
+            break
     save_world_lm(model, tokenizer, world, lm, out_dir, history, n_params, time.time() - start, device)
     return history[-1] if history else {}
 
