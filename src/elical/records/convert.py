@@ -1,0 +1,185 @@
+"""Validated conversion between JSON objects (HonestyBench rows) and Records."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from elical.records.record import ELICAL_FIELDS, HB_FIELDS, RECORD_ATTRIBUTE, Record
+
+JsonlFormat = Literal["elical", "honestybench"]
+
+
+def _is_01(value: Any) -> bool:
+    return isinstance(value, bool) or (isinstance(value, int) and value in (0, 1))
+
+
+def _check_01(value: Any, name: str) -> int:
+    if not _is_01(value):
+        raise _FieldError(name, f"expected 0 or 1, got {value!r}")
+    return int(value)
+
+
+def _check_01_list(value: Any, name: str, length: int) -> list[int]:
+    if not isinstance(value, list):
+        raise _FieldError(name, f"expected a list of 0/1, got {type(value).__name__}")
+    if len(value) != length:
+        raise _FieldError(name, f"expected {length} values (one per sampled answer), got {len(value)}")
+    bad = [(i, v) for i, v in enumerate(value) if not _is_01(v)]
+    if bad:
+        i, v = bad[0]
+        raise _FieldError(name, f"expected only 0/1 values, got {v!r} at position {i}")
+    return [int(v) for v in value]
+
+
+def _check_str_list(value: Any, name: str, *, nonempty: bool = False) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _FieldError(name, f"expected a list of strings, got {_describe(value)}")
+    if nonempty and not value:
+        raise _FieldError(name, "expected at least one string, got an empty list")
+    return value
+
+
+def _check_float_list(value: Any, name: str) -> list[float]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+    ):
+        raise _FieldError(name, f"expected a list of numbers, got {_describe(value)}")
+    return [float(v) for v in value]
+
+
+def _single(value: Any, name: str) -> Any:
+    """HonestyBench wraps the greedy fields in one-element lists."""
+    if not isinstance(value, list) or len(value) != 1:
+        raise _FieldError(name, f"expected a list holding exactly one element, got {_describe(value)}")
+    return value[0]
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, list):
+        return f"a list of {len(value)} element(s)"
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+class _FieldError(ValueError):
+    def __init__(self, field: str, message: str):
+        self.field, self.message = field, message
+        super().__init__(message)
+
+
+# --------------------------------------------------------------------------- dict <-> Record
+
+
+def record_from_dict(row: Any, *, dataset: str = "unknown", split: str = "test") -> Record:
+    """Build a validated Record from one JSON object in HonestyBench (or extended) form."""
+    if not isinstance(row, dict):
+        raise _FieldError("", f"expected a JSON object, got {type(row).__name__}")
+    for required in ("question", "answer"):
+        if required not in row:
+            raise _FieldError(required, "missing (every record needs 'question' and 'answer')")
+    if not isinstance(row["question"], str) or not row["question"].strip():
+        raise _FieldError("question", f"expected a non-empty string, got {_describe(row['question'])}")
+    answers = row["answer"]
+    if isinstance(answers, str):
+        answers = [answers]
+    answers = _check_str_list(answers, "answer", nonempty=True)
+
+    rec = Record(
+        question=row["question"],
+        answers=list(answers),
+        dataset=str(row.get("dataset") or dataset),
+        split=str(row.get("split") or split),
+        id=str(row.get("id") or ""),
+        prompt=row.get("prompt"),
+        failure=row.get("failure"),
+        verbal=dict(row.get("verbal") or {}),
+        generation=dict(row.get("generation") or {}),
+        extra={k: v for k, v in row.items() if k not in HB_FIELDS and k not in ELICAL_FIELDS},
+    )
+    if row.get("greedy_response") is not None:
+        greedy = _single(row["greedy_response"], "greedy_response")
+        if not isinstance(greedy, str):
+            raise _FieldError("greedy_response", f"expected a string, got {_describe(greedy)}")
+        rec.greedy_response = greedy
+    if row.get("greedy_correctness") is not None:
+        value = row["greedy_correctness"]
+        if isinstance(value, list):  # tolerate the one-element-list spelling of the greedy fields
+            value = _single(value, "greedy_correctness")
+        rec.greedy_correct = _check_01(value, "greedy_correctness")
+    if row.get("greedy_tokens") is not None:
+        rec.greedy_tokens = _check_str_list(_single(row["greedy_tokens"], "greedy_tokens"), "greedy_tokens")
+    if row.get("greedy_logprobs") is not None:
+        rec.greedy_logprobs = _check_float_list(_single(row["greedy_logprobs"], "greedy_logprobs"), "greedy_logprobs")
+    if row.get("greedy_cumulative_logprobs") is not None:
+        cum = _single(row["greedy_cumulative_logprobs"], "greedy_cumulative_logprobs")
+        rec.greedy_cumulative_logprob = _check_float_list([cum], "greedy_cumulative_logprobs")[0]
+    tokens, logprobs = rec.greedy_tokens, rec.greedy_logprobs
+    if tokens is not None and logprobs is not None and len(tokens) != len(logprobs):
+        raise _FieldError(
+            "greedy_logprobs", f"expected one log-prob per greedy token ({len(tokens)}), got {len(logprobs)}"
+        )
+    if rec.greedy_logprobs is not None and any(math.isnan(v) or v > 1e-6 for v in rec.greedy_logprobs):
+        raise _FieldError("greedy_logprobs", "expected log-probabilities (finite numbers <= 0)")
+
+    samples = row.get("sampling_response")
+    if samples is not None:
+        rec.samples = list(_check_str_list(samples, "sampling_response"))
+    k = len(rec.samples)
+    for key, attr in (("sampling_correctness", "sample_correct"), ("consistency_judgement", "sample_consistent")):
+        if row.get(key) is not None:
+            setattr(rec, attr, _check_01_list(row[key], key, k))
+    if row.get("sampling_logprobs") is not None:
+        value = row["sampling_logprobs"]
+        if not isinstance(value, list) or len(value) != k:
+            raise _FieldError("sampling_logprobs", f"expected {k} lists (one per sampled answer), got {_describe(value)}")
+        rec.sample_logprobs = [_check_float_list(v, "sampling_logprobs") for v in value]
+    return rec
+
+
+def record_to_dict(rec: Record, fmt: JsonlFormat = "elical") -> dict[str, Any]:
+    """The JSON object of a record: the released HonestyBench fields first, then elical's own."""
+    row: dict[str, Any] = {"question": rec.question, "answer": list(rec.answers)}
+    if rec.greedy_response is not None:
+        row["greedy_response"] = [rec.greedy_response]
+    if rec.greedy_correct is not None:
+        row["greedy_correctness"] = rec.greedy_correct
+    if rec.greedy_tokens is not None:
+        row["greedy_tokens"] = [list(rec.greedy_tokens)]
+    cumulative = rec.greedy_cumulative_logprob
+    if cumulative is None and rec.greedy_logprobs is not None:
+        cumulative = float(sum(rec.greedy_logprobs))
+    if cumulative is not None:
+        row["greedy_cumulative_logprobs"] = [cumulative]
+    if rec.greedy_logprobs is not None:
+        row["greedy_logprobs"] = [list(rec.greedy_logprobs)]
+    if rec.samples or rec.sample_correct is not None or rec.sample_consistent is not None:
+        row["sampling_response"] = list(rec.samples)
+    if rec.sample_correct is not None:
+        row["sampling_correctness"] = list(rec.sample_correct)
+    if rec.sample_consistent is not None:
+        row["consistency_judgement"] = list(rec.sample_consistent)
+    if fmt == "elical":
+        row.update({"id": rec.id, "dataset": rec.dataset, "split": rec.split})
+        if rec.prompt is not None:
+            row["prompt"] = rec.prompt
+        if rec.sample_logprobs is not None:
+            row["sampling_logprobs"] = [list(v) for v in rec.sample_logprobs]
+        if rec.verbal:
+            row["verbal"] = dict(rec.verbal)
+        if rec.generation:
+            row["generation"] = dict(rec.generation)
+        if rec.failure is not None:
+            row["failure"] = rec.failure
+    row.update(rec.extra)
+    return row
+
+
+def check_required(rec: Record, require: Sequence[str]) -> None:
+    """Raise if a record lacks a field the caller needs (records of failed questions are exempt)."""
+    if rec.failed:
+        return
+    for name in require:
+        value = getattr(rec, RECORD_ATTRIBUTE.get(name, name))
+        if value is None or (name == "sampling_response" and not value):
+            raise _FieldError(name, f"missing (this step needs: {', '.join(require)})")
