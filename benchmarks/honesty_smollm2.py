@@ -55,6 +55,9 @@ def main() -> None:
     parser.add_argument("--methods", default="sft,absolute,confidence-num,confidence-verb,multisample")
     parser.add_argument("--predictions", type=Path, default=None, help="EliCal prediction file (id, confidence)")
     parser.add_argument("--tag", default="", help="suffix of the honesty folder (out/honesty<tag>)")
+    parser.add_argument("--gate-only", type=Path, default=None,
+                        help="a finished honesty folder: add gate rows to its table from its unaligned answers "
+                             "(with --predictions), without loading or tuning any model")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -70,12 +73,14 @@ def main() -> None:
     from elical.honesty.evaluate import markdown_table
 
     timings: dict[str, float] = {}
+    items = geo_items(args.seed)[: args.train + args.val + args.eval]
+    extra = load_honesty_dir(args.honesty_data, limit=args.honesty_limit) if args.honesty_data else []
+    if args.gate_only:
+        return gate_only(args, items, extra)
     start = time.perf_counter()
     model, tokenizer, source = load_causal_lm(args.model, device="cpu")
     timings["load"] = time.perf_counter() - start
 
-    items = geo_items(args.seed)[: args.train + args.val + args.eval]
-    extra = load_honesty_dir(args.honesty_data, limit=args.honesty_limit) if args.honesty_data else []
     start = time.perf_counter()
     acfg = AnnotateConfig(model=args.model, k=args.k, max_new_tokens=32, batch_size=32, seed=args.seed, device="cpu")
     records = annotate(items + extra, HFBackend(model, tokenizer, batch_size=32), config=acfg, out_dir=args.out / "annotate")
@@ -114,6 +119,37 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores (torch threads {args.threads}), "
           f"torch {torch.__version__}, {platform.platform()}")
     (args.out / "benchmark.json").write_text(json.dumps({"timings": timings, "args": {k: str(v) for k, v in vars(args).items()}}, indent=2))
+
+
+def gate_only(args, items, extra) -> None:
+    """Gate rows from a finished run's unaligned answers and an EliCal prediction file; prints the merged table."""
+    import pandas as pd
+
+    from elical.honesty import HonestyConfig
+    from elical.honesty.compare import gate_rows
+    from elical.honesty.evaluate import markdown_table
+    from elical.predictions import read_predictions
+    from elical.records import read_records
+
+    if not args.predictions:
+        raise SystemExit("--gate-only needs --predictions")
+    by_id = {r.id: r for r in read_records(args.out / "annotate" / "records.parquet")}
+    val = [by_id[i.id] for i in items[args.train : args.train + args.val]]
+    evaluated = items[args.train + args.val :] + list(extra)
+    answers = pd.read_parquet(args.gate_only / "answers.parquet")
+    unaligned = answers[answers["method"] == "unaligned"].drop(columns="method").reset_index(drop=True)
+    config = HonestyConfig.from_yaml(args.gate_only / "honesty.yaml")
+    gate, rows, _ = gate_rows(evaluated, unaligned, read_predictions(args.predictions).confidence, val, config)
+    table = pd.read_csv(args.gate_only / "honesty_comparison.csv")
+    merged = pd.concat([table, pd.DataFrame(rows).assign(tau=gate.tau)], ignore_index=True)
+    out = args.out / f"honesty{args.tag}"
+    out.mkdir(parents=True, exist_ok=True)
+    merged.to_csv(out / "honesty_comparison.csv", index=False)
+    (out / "honesty_comparison.md").write_text(markdown_table(merged))
+    print(f"gate: tau {gate.tau:.3f} chosen on {gate.n_validation} validation questions ({gate.objective} "
+          f"{gate.validation_score:.3f}); confidences from {args.predictions}")
+    print(markdown_table(merged))
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores")
 
 
 if __name__ == "__main__":

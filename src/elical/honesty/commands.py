@@ -97,26 +97,20 @@ def _method_of(adapter: str | os.PathLike) -> str | None:
 def _add_gate(table, answers, items, val, predictions, config):
     import numpy as np
 
-    from elical.honesty.compare import GATE_METHOD, fit_gate
-    from elical.honesty.evaluate import answer_table, score_rows
-    from elical.honesty.gate import confidences_for, gate_answers, gated_texts
+    from elical.honesty.compare import GATE_METHOD, gate_rows
     from elical.predictions import read_predictions
 
     preds = read_predictions(predictions)
-    gate = fit_gate(val, preds.confidence, config)
-    eval_ids = {i.id for i in items}
-    if eval_ids & {r.id for r in val}:
+    if {i.id for i in items} & {r.id for r in val}:
         raise ValueError("validation and evaluation questions overlap: tau must not be chosen on the evaluated set")
-    keep = [i for i in items if i.id in preds.confidence]
-    if not keep:
+    if not any(i.id in preds.confidence for i in items):
         raise KeyError(f"none of the evaluated questions has a confidence in {predictions}")
-    unaligned = answers[answers["method"] == "unaligned"].drop(columns="method").set_index("id").loc[[i.id for i in keep]].reset_index()
-    answered = gate_answers(confidences_for([i.id for i in keep], preds.confidence), gate.tau)
-    gated = answer_table(keep, gated_texts(list(unaligned["answer"]), answered, config.refusal), config)
-    rows = pd.DataFrame(score_rows(GATE_METHOD, unaligned, gated))
-    table = pd.concat([table, rows], ignore_index=True)
+    unaligned = answers[answers["method"] == "unaligned"].drop(columns="method").reset_index(drop=True)
+    gate, rows, gated = gate_rows(items, unaligned, preds.confidence, val, config, GATE_METHOD)
+    table = pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
     table["tau"] = np.where(table["method"] == GATE_METHOD, gate.tau, np.nan)
-    answers = pd.concat([answers, gated.assign(method=GATE_METHOD)], ignore_index=True)
+    answers = pd.concat([answers, gated], ignore_index=True)
     gate_meta = {"tau": gate.tau, "objective": gate.objective, "validation_score": gate.validation_score,
-                 "n_validation": gate.n_validation, "predictions": str(predictions), "evaluated_with_confidence": len(keep)}
+                 "n_validation": gate.n_validation, "predictions": str(predictions),
+                 "evaluated_with_confidence": int(sum(i.id in preds.confidence for i in items))}
     return table, answers, gate_meta

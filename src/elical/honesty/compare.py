@@ -55,6 +55,33 @@ def fit_gate(val_records: Sequence[Record], confidences: Mapping[str, float], co
     return choose_tau(conf, [bool(r.greedy_correct) for r in usable], config.gate_objective)
 
 
+def gate_rows(
+    items: Sequence[QAItem],
+    unaligned: pd.DataFrame,
+    confidences: Mapping[str, float],
+    val_records: Sequence[Record],
+    config: HonestyConfig,
+    gate_name: str = GATE_METHOD,
+) -> tuple[Gate, list[dict[str, Any]], pd.DataFrame | None]:
+    """The gate fitted on ``val_records`` and applied to the unaligned answers of ``items`` (an
+    :func:`answer_table` in item order): (gate, score rows, gated answers). Items without a
+    confidence are left out of the gate's rows, with a warning."""
+    gate = fit_gate(val_records, confidences, config)
+    if list(unaligned["id"]) != [i.id for i in items]:
+        raise ValueError("the unaligned answers are not those of the given questions in the same order")
+    has = np.array([i.id in confidences for i in items])
+    if not has.all():
+        warnings.warn(f"{int((~has).sum())} evaluation question(s) have no confidence; the {gate_name} rows leave them out",
+                      stacklevel=2)
+    if not has.any():
+        return gate, [], None
+    keep = [i for i, h in zip(items, has) if h]
+    answered = gate_answers(confidences_for([i.id for i in keep], confidences), gate.tau)
+    base = unaligned[has].reset_index(drop=True)
+    table = answer_table(keep, gated_texts(list(base["answer"]), answered, config.refusal), config)
+    return gate, score_rows(gate_name, base, table), table.assign(method=gate_name)
+
+
 def _aligned_model(model: Any, tokenizer: Any, method: str, records: Sequence[Record], config: HonestyConfig,
                    out: Path | None, progress: bool, base_name: str | None) -> Any:
     """A tuned copy of the generator for one method (loaded from out/<method>/adapter when already there)."""
@@ -135,18 +162,10 @@ def run_honesty_comparison(
 
     gate: Gate | None = None
     if confidences is not None:
-        gate = fit_gate(val_records or [], confidences, config)
-        has = np.array([i in confidences for i in ids])
-        if not has.all():
-            warnings.warn(f"{int((~has).sum())} evaluation question(s) have no EliCal confidence; the gate row leaves them out", stacklevel=2)
-        if has.any():
-            keep = [i for i, h in zip(items, has) if h]
-            answered = gate_answers(confidences_for([i.id for i in keep], confidences), gate.tau)
-            base = unaligned[has].reset_index(drop=True)
-            texts = gated_texts(list(base["answer"]), answered, config.refusal)
-            table = answer_table(keep, texts, config)
-            rows += score_rows(gate_name, base, table)
-            frames.append(table.assign(method=gate_name))
+        gate, gate_scores, gate_answers_table = gate_rows(items, unaligned, confidences, val_records or [], config, gate_name)
+        rows += gate_scores
+        if gate_answers_table is not None:
+            frames.append(gate_answers_table)
 
     result = pd.DataFrame(rows)
     result["tau"] = np.where(result["method"] == gate_name, gate.tau if gate else np.nan, np.nan)
