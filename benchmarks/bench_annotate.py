@@ -201,7 +201,7 @@ def main() -> None:
             tok = build_tokenizer()
         qwen = random_qwen(args.size, device, tok)
         params = sum(p.numel() for p in qwen.parameters())
-        backend = HFBackend(qwen, tok, batch_size=(16 * k) if full else 16, model_name="qwen2.5-7b-arch-random")
+        backend = HFBackend(qwen, tok, batch_size=(32 * k) if full else 16, model_name="qwen2.5-7b-arch-random")
         label = f"Qwen2.5-7B arch, random {str(qwen.dtype)[6:]} ({params / 1e9:.2f}B)" if full else "tiny Qwen2 (random)"
         results["qwen7b"] = bench_backend(label, backend, prompts[:qwen_n], k, max_new, params)
         print_table("HF backend, Qwen2.5-7B architecture with random weights", results["qwen7b"])

