@@ -78,15 +78,15 @@ class LMConfig:
     """The tiny causal LM: a real HF architecture from a config, and how it is pretrained."""
 
     arch: str = "llama"
-    hidden_size: int = 192
-    num_layers: int = 4
+    hidden_size: int = 256
+    num_layers: int = 2
     num_heads: int = 4
     num_kv_heads: int = 2
-    intermediate_size: int = 512
+    intermediate_size: int = 768
     max_position_embeddings: int = 256
     seq_len: int = 128
     batch_size: int = 64
-    steps: int = 6000
+    steps: int = 8000
     lr: float = 2e-3
     min_lr_ratio: float = 0.05
     warmup_steps: int = 200
