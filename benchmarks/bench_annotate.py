@@ -29,14 +29,14 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from elical.annotate.backends.base import GenerationSettings  # noqa: E402
-from elical.annotate.backends.hf import HFBackend  # noqa: E402
-from elical.annotate.prompts import PromptConfig, qa_prompt  # noqa: E402
-from elical.data import QAItem, load_many  # noqa: E402
+from elical.annotate.backends.base import GenerationSettings
+from elical.annotate.backends.hf import HFBackend
+from elical.annotate.prompts import PromptConfig, qa_prompt
+from elical.data import QAItem, load_many
 
 BF16_PEAK = 790e12  # measured dense bf16 FLOP/s of the lent H100/H200 cards (gpu.md)
-QWEN7B = dict(hidden_size=3584, num_hidden_layers=28, num_attention_heads=28, num_key_value_heads=4,
-              intermediate_size=18944, vocab_size=152064, max_position_embeddings=4096, tie_word_embeddings=False)
+QWEN7B = {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+          "intermediate_size": 18944, "vocab_size": 152064, "max_position_embeddings": 4096, "tie_word_embeddings": False}
 
 
 def machine() -> str:
@@ -191,7 +191,7 @@ def main() -> None:
     if "smollm2" in sections:
         backend = HFBackend(model, tok, batch_size=(64 * k) if full else 16, model_name="smollm2")
         params = sum(p.numel() for p in model.parameters())
-        results["smollm2"] = bench_backend("SmolLM2-135M (real, %s)" % str(model.dtype)[6:], backend, prompts, k, max_new, params)
+        results["smollm2"] = bench_backend(f"SmolLM2-135M (real, {str(model.dtype)[6:]})", backend, prompts, k, max_new, params)
         print_table("HF backend, SmolLM2-135M-Instruct real weights", results["smollm2"])
     if "qwen7b" in sections:
         if tok is None:

@@ -2,7 +2,15 @@
 
 from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, group
 from elical.annotate.config import AnnotateConfig, JudgeConfig
-from elical.annotate.judges import CachedJudge, CascadeJudge, Judge, JudgeCache, JudgeQuery, MatchJudge, normalize
+from elical.annotate.judges import (
+    CachedJudge,
+    CascadeJudge,
+    Judge,
+    JudgeCache,
+    JudgeQuery,
+    MatchJudge,
+    normalize,
+)
 from elical.annotate.merge import MergeError, merge_shards
 from elical.annotate.pipeline import Judges, annotate, annotate_batch
 from elical.annotate.prompts import PromptConfig, qa_prompt, verbal_prompt

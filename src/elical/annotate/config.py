@@ -81,7 +81,7 @@ class AnnotateConfig(BaseModel):
         )
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike, **overrides: Any) -> "AnnotateConfig":
+    def from_yaml(cls, path: str | os.PathLike, **overrides: Any) -> AnnotateConfig:
         """Read a YAML file (an ``annotate:`` section or the bare settings), then apply overrides."""
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
         if isinstance(data, dict) and isinstance(data.get("annotate"), dict):

@@ -17,7 +17,7 @@ import sqlite3
 import string
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -134,7 +134,7 @@ class JudgeStats:
     cascade_saved: int = 0
     computed: int = 0
 
-    def add(self, other: "JudgeStats") -> None:
+    def add(self, other: JudgeStats) -> None:
         for name in vars(self):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 

@@ -24,8 +24,10 @@ from typing import Any
 
 from elical.annotate.backends.base import Backend, Generation, GenerationSettings, Prompt, group
 from elical.annotate.config import AnnotateConfig
-from elical.annotate.judges import CachedJudge, Judge, JudgeCache, JudgeQuery, JudgeStats
+from elical.annotate.judges import CachedJudge, Judge, JudgeQuery, JudgeStats
+from elical.annotate.progress import annotate_progress
 from elical.annotate.prompts import qa_prompt, verbal_prompt
+from elical.annotate.verbal import load_verbal_examples
 from elical.data.items import QAItem, parse_shard, select_shard
 from elical.records import Record, atomic_write, read_parquet, write_parquet
 
@@ -138,8 +140,9 @@ def annotate_batch(
         if s and all(x.token_logprobs is not None for x in s):
             rec.sample_logprobs = [list(x.token_logprobs or []) for x in s]
         for kind, replies in verbal.items():
-            reply = replies[len(records)]
-            rec.verbal[kind] = reply if isinstance(reply, str) and reply.startswith("generation failed") else reply[0].text
+            reply = replies[len(records)]  # records holds one entry per earlier item
+            if not isinstance(reply, str):  # a failed verbal prompt leaves the key out
+                rec.verbal[kind] = reply[0].text
         choices = tuple(item.choices) if item.choices else None
         gold = tuple(item.answers)
         slots.append((rec, len(correct_q), len(consist_q)))
@@ -195,8 +198,6 @@ def annotate(
         meta["sampling"] = config.sample_settings().to_dict()
     meta["judges"] = {"correctness": judges.correctness.name, "consistency": judges.consistency.name}
 
-    from elical.annotate.verbal import load_verbal_examples
-
     examples = load_verbal_examples(config, mine) if "verbal10" in config.verbal else []
 
     done: dict[str, Record] = {}
@@ -214,8 +215,6 @@ def annotate(
     start = time.perf_counter()
     per_step = max(1, config.batch_size // max(1, config.k)) if config.backend == "hf" else max(1, config.batch_size)
     seq = len(shard_files(out, config.shard)) if out is not None else 0
-    from elical.annotate.progress import annotate_progress
-
     with annotate_progress(len(mine), len(done), enabled=progress) as advance:
         for chunk_start in range(0, len(todo), config.chunk_size):
             chunk = todo[chunk_start : chunk_start + config.chunk_size]
@@ -254,7 +253,3 @@ def annotate(
             write_parquet(result, out / "records.parquet")
     return result
 
-
-def annotation_cache(out_dir: str | Path | None) -> JudgeCache | None:
-    """The judge cache of a run folder (None without a folder)."""
-    return JudgeCache(Path(out_dir) / "judge_cache.sqlite") if out_dir is not None else None

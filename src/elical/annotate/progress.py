@@ -12,7 +12,14 @@ def annotate_progress(total: int, done: int = 0, enabled: bool = True) -> Iterat
     if not enabled:
         yield lambda n: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     columns = (
         TextColumn("annotating"),

@@ -59,7 +59,7 @@ def summarize(records: Sequence[Record]) -> list[dict[str, Any]]:
         consis = [sum(r.sample_consistent or []) / max(1, r.k) for r in ok]
         nprob = [math.exp(sum(r.greedy_logprobs) / len(r.greedy_logprobs)) if r.greedy_logprobs else 0.0 for r in ok]
 
-        def auc(scores: list[float]) -> float | None:
+        def auc(scores: list[float], labels: list[int] = labels) -> float | None:
             return float(roc_auc_score(labels, scores)) if 0 < sum(labels) < len(labels) else None
 
         rows.append(

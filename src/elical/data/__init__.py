@@ -5,9 +5,9 @@ from elical.data.loaders import load_hf, load_items, load_many
 from elical.data.registry import REGISTRY, DatasetSpec, lookup, register
 
 __all__ = [
-    "QAItem",
-    "DatasetSpec",
     "REGISTRY",
+    "DatasetSpec",
+    "QAItem",
     "dedupe_items",
     "load_hf",
     "load_items",

@@ -57,7 +57,7 @@ def iter_mmlu_csv(path: str | os.PathLike, split: str | None = None, dataset: st
     """Yield MMLU items from a header-less CSV (question, A, B, C, D, answer letter)."""
     path = Path(path)
     stem = path.stem
-    match = re.fullmatch(r"(.+?)_(%s)" % "|".join(KNOWN_SPLITS), stem)
+    match = re.fullmatch(rf"(.+?)_({'|'.join(KNOWN_SPLITS)})", stem)
     subject = match.group(1) if match else stem
     split = split or (match.group(2) if match else path.parent.name if path.parent.name in KNOWN_SPLITS else "test")
     with open(path, encoding="utf-8", newline="") as handle:

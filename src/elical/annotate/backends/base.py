@@ -5,12 +5,12 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Union
+from typing import Any
 
 # A prompt is either chat messages ([{"role": ..., "content": ...}], rendered with the model's chat
 # template by the backend) or a plain string sent to the model as it is.
 Message = dict[str, str]
-Prompt = Union[str, list[Message]]
+Prompt = str | list[Message]
 
 
 @dataclass(frozen=True)

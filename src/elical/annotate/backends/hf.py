@@ -72,7 +72,7 @@ class HFBackend(Backend):
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
 
     @classmethod
-    def from_pretrained(cls, spec: str, dtype: str = "auto", device: str = "auto", **kwargs: Any) -> "HFBackend":
+    def from_pretrained(cls, spec: str, dtype: str = "auto", device: str = "auto", **kwargs: Any) -> HFBackend:
         """Load a model by alias (``smollm2``), GGUF path, folder or cached name."""
         from elical.annotate.models import load_causal_lm
 

@@ -24,7 +24,7 @@ class VLLMBackend(Backend):
         self.model_name = model_name
 
     @classmethod
-    def from_pretrained(cls, model: str, dtype: str = "auto", tensor_parallel_size: int = 1, **kwargs: Any) -> "VLLMBackend":
+    def from_pretrained(cls, model: str, dtype: str = "auto", tensor_parallel_size: int = 1, **kwargs: Any) -> VLLMBackend:
         """Start a vLLM engine for ``model`` (needs ``pip install 'elical[vllm]'``)."""
         try:
             from vllm import LLM
