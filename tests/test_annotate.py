@@ -130,9 +130,10 @@ def test_resume_after_kill_loses_and_duplicates_nothing(tiny_tokenizer, tiny_lla
     script.write_text(textwrap.dedent(RESUME_SCRIPT.format(tests=str(TESTS), items=str(tmp_path / "items.json"), out=str(out))))
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    while time.time() < deadline and len(list((out / "shards").glob("part-*.parquet"))) < 2:
+    deadline = time.time() + 600  # generous: the subprocess imports torch and transformers first
+    while time.time() < deadline and proc.poll() is None and len(list((out / "shards").glob("part-*.parquet"))) < 2:
         time.sleep(0.05)
+    assert proc.poll() is None, f"the run ended before it could be killed: {proc.stderr.read().decode()[-2000:]}"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     parts_before = sorted((out / "shards").glob("part-*.parquet"))
@@ -163,7 +164,7 @@ def test_shards_merge_and_detect_missing_or_duplicates(backend, tmp_path):
     assert len(read_records(tmp_path / "all.parquet")) == 12
     assert not (tmp_path / "run" / "records.parquet").exists()  # a shard run writes no merged file
     # a shard's file lost -> missing questions are named
-    part = sorted((tmp_path / "run" / "shards").glob("part-1of3-*.parquet"))[0]
+    part = min((tmp_path / "run" / "shards").glob("part-1of3-*.parquet"))
     saved = part.read_bytes()
     part.unlink()
     with pytest.raises(MergeError, match=r"shard 1/3: \d+ of \d+ question\(s\) missing"):
