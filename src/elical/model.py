@@ -260,6 +260,9 @@ class ConfidenceModel(nn.Module):
         """torch.compile each decoder layer in place (regional compilation: one compile, reused);
         shapes are dynamic by default since packed micro-batches vary in their number of rows."""
         kwargs.setdefault("dynamic", True)
+        # Dynamo's DDP graph splitter is meant for one whole-model graph; with one compiled region per
+        # decoder layer it is not needed, and it fails on the frozen backbone (seen with torch 2.11).
+        torch._dynamo.config.optimize_ddp = False
         for module in self.transformer.modules():
             if isinstance(module, nn.ModuleList) and len(module) > 1:
                 for layer in module:

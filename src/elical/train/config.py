@@ -55,7 +55,7 @@ class TrainConfig(BaseModel):
     packing: bool = True
     tokens_per_batch: int = 8192
     row_length: int = 1024
-    compile: bool = False
+    compile: bool | None = Field(None, description="compile decoder layers (None: on when training on CUDA)")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"
     save_steps: int = 200
 

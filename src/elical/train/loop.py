@@ -95,8 +95,8 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
     total = steps_per_epoch * stage.epochs
     optimizer = _optimizer(model, stage.lr, cfg.weight_decay)
     scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total), total)
-    if cfg.compile:
-        model.compile_layers()
+    if cfg.compile or (cfg.compile is None and accelerator.device.type == "cuda"):
+        model.compile_layers()  # 1.3x on a 7B model (benchmarks/bench_train.py); a minute to compile
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     ckpt = stage_dir / "checkpoint"
     fingerprint = _fingerprint(stage, data, cfg)
