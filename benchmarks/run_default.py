@@ -43,7 +43,8 @@ def main() -> None:
     wall = time.perf_counter() - start
     print("machine after:", machine())
     print(json.dumps({"preset": args.preset, "config": args.config, "wall_seconds": round(wall, 1),
-                      "steps": result.timings}, indent=1))
+                      "steps": result.timings, "cpu_seconds": result.cpu_seconds,
+                      "total_cpu_seconds": round(sum(result.cpu_seconds.values()), 1)}, indent=1))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elical.records import Record, read_parquet, write_parquet
+from elical.records import Record, atomic_write, read_parquet, write_parquet
 from elical.run.config import RunConfig
 from elical.run.subjects import Subject, build_subject
 
@@ -35,6 +35,7 @@ class RunOutput:
 
     out_dir: Path
     timings: dict[str, float] = field(default_factory=dict)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # process CPU time per step (all threads)
     report: Path | None = None
 
 
@@ -154,18 +155,36 @@ def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None]
         torch.set_num_threads(cfg.torch_threads)
     cfg.to_yaml(out / "config.yaml")
     result = RunOutput(out)
-    clock = time.perf_counter()
+    clock, cpu_clock = time.perf_counter(), time.process_time()
     timing_file = out / "timings.json"
-    earlier = json.loads(timing_file.read_text()).get("timings", {}) if timing_file.exists() else {}
+    earlier = json.loads(timing_file.read_text()) if timing_file.exists() else {}
 
     def lap(step: str, skipped: bool = False) -> None:
-        """Time of a step; a step skipped on resume keeps the time it took when it ran."""
-        nonlocal clock
-        now = time.perf_counter()
-        result.timings[step] = earlier.get(step, 0.0) if skipped and step in earlier else round(now - clock, 2)
-        clock = now
+        """Wall and CPU time of a step; a step skipped on resume keeps the times it took when it ran.
+
+        CPU time (all threads of this process) is what the step costs on a machine nobody else uses;
+        wall time on a shared CPU grows with the load."""
+        nonlocal clock, cpu_clock
+        now, cpu_now = time.perf_counter(), time.process_time()
+        keep = skipped and step in earlier.get("timings", {})
+        result.timings[step] = earlier["timings"][step] if keep else round(now - clock, 2)
+        result.cpu_seconds[step] = earlier.get("cpu_seconds", {}).get(step, 0.0) if keep else round(cpu_now - cpu_clock, 2)
+        clock, cpu_clock = now, cpu_now
+        write_timings()
+
+    def write_timings() -> None:
+        """timings.json after every step, so a crashed or resumed run still knows what each step cost."""
+        meta = {"timings": result.timings, "total_seconds": round(sum(result.timings.values()), 1),
+                "cpu_seconds": result.cpu_seconds, "total_cpu_seconds": round(sum(result.cpu_seconds.values()), 1),
+                "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+                "subject": subject_info, "cpu_count": os.cpu_count(), **provenance()}
+        with atomic_write(timing_file) as tmp:
+            tmp.write_text(json.dumps(meta, indent=2))
+
+    subject_info: dict[str, Any] = {}
 
     subject = build_subject(cfg)
+    subject_info.update(subject.info)
     lap("questions")
     log(f"subject {cfg.subject}: {len(subject.items)} questions, model {subject.model}")
     annotated = (out / "records" / "eval.parquet").exists()
@@ -181,9 +200,6 @@ def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None]
                       groups=subject.groups)
     evaluation = evaluate(eval_records, predictions, ecfg)
     lap("evaluate")
-    result.report = write_run_report(cfg, subject, records, evaluation, out, result.timings)
+    result.report = write_run_report(cfg, subject, records, evaluation, out, result.timings, result.cpu_seconds)
     lap("report")
-    meta = {"timings": result.timings, "total_seconds": round(sum(result.timings.values()), 1),
-            "subject": subject.info, "cpu_count": os.cpu_count(), **provenance()}
-    (out / "timings.json").write_text(json.dumps(meta, indent=2))
     return result

@@ -115,7 +115,7 @@ def _reliability(evaluation: Evaluation, method: str, groups: set[str], cfg_grou
 
 
 def write_run_report(cfg: RunConfig, subject, records: Sequence[Record], evaluation: Evaluation, out: Path,
-                     timings: dict[str, float]) -> Path:
+                     timings: dict[str, float], cpu_seconds: dict[str, float] | None = None) -> Path:
     """Write every table, figure and the two report pages; returns report.md's path."""
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
@@ -159,7 +159,7 @@ def write_run_report(cfg: RunConfig, subject, records: Sequence[Record], evaluat
 
     found = findings(results, records, pool_size)
     blocks = build_blocks(cfg, subject, records, evaluation, mean_table, found, exposure, reliability, timings,
-                          pool_size)
+                          pool_size, cpu_seconds or {})
     md_path = out / "report.md"
     with atomic_write(md_path) as tmp:
         tmp.write_text(render_md(blocks))
@@ -176,7 +176,7 @@ def _verdict(holds: bool | None) -> str:
 
 def build_blocks(cfg: RunConfig, subject, records: Sequence[Record], evaluation: Evaluation,
                  mean_table: pd.DataFrame, found, exposure: pd.DataFrame, reliability, timings: dict[str, float],
-                 pool_size: int) -> list[Block]:
+                 pool_size: int, cpu_seconds: dict[str, float]) -> list[Block]:
     """The report's sections, in order (see SECTIONS)."""
     evaluated = [r for r in records if r.split != "train" and not r.failed]
     by_group: dict[str, int] = {}
@@ -204,8 +204,10 @@ def build_blocks(cfg: RunConfig, subject, records: Sequence[Record], evaluation:
         f"{cfg.train.seeds}; trainer settings {cfg.train.settings}"),
         (f"evaluation: {cfg.evaluate.n_resamples} bootstrap resamples, alignment over "
         f"{cfg.evaluate.alignment_repeats} seeded 20/80 splits"),
-        "time per step (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items())
-        + f"; total so far {sum(timings.values()):.1f} s",
+        "wall time per step (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items())
+        + f"; total before the report {sum(timings.values()):.1f} s",
+        "CPU time per step (s, all threads; the cost on an otherwise idle machine): "
+        + ", ".join(f"{k} {v:.1f}" for k, v in cpu_seconds.items()) + f"; total {sum(cpu_seconds.values()):.1f} s",
     ]))
     blocks.append(Block("h2", "Table 2"))
     blocks.append(Block("p", "Values x100, mean over seeds; trained methods carry their label budget in brackets. "

@@ -167,8 +167,8 @@ def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, s
                            f"on {int(c.n)} contested facts: mean self-consistency {c.consistency:.2f} vs accuracy "
                            f"{c.accuracy:.2f} (gap {c.overconfidence:+.2f}); other facts: gap {other_gap:+.2f}",
                            {"contested_gap": float(c.overconfidence), "other_gap": other_gap}))
-    budgets = sorted(b for b in summary[summary.method == "EliCal"].budget.unique())
-    cal_budgets = set(summary[summary.method == "Cal-Only"].budget.unique())
+    budgets = sorted(int(b) for b in summary[summary.method == "EliCal"].budget.unique())
+    cal_budgets = {int(b) for b in summary[summary.method == "Cal-Only"].budget.unique()}
     shared = [b for b in budgets if b in cal_budgets]
     if not shared:
         out.append(Finding("Does EliCal beat Cal-Only at the smallest budget?", None, "EliCal/Cal-Only not both trained"))
@@ -195,7 +195,7 @@ def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, s
         out.append(Finding("Does EliCal reach 95 % of the all-labels AUROC with <= 1k labels?", None,
                            "no budget <= 1000 below the full pool, or no all-labels model"))
         return out
-    ratios = {b: _mean(summary, "EliCal", b, split, "auroc")[0] / reference for b in small}
+    ratios = {int(b): _mean(summary, "EliCal", b, split, "auroc")[0] / reference for b in small}
     best_b = max(ratios, key=ratios.get)
     first_ok = next((b for b in small if ratios[b] >= 0.95), None)
     text = ", ".join(f"{b}: {100 * r:.1f} %" for b, r in ratios.items())
