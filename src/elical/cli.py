@@ -229,6 +229,8 @@ def train(
         except TrainingError as err:
             console.print(f"[red]training stopped:[/red] {err}")
             raise typer.Exit(1) from None
+    if not result["is_main_process"]:
+        return
     for stage in result["stages"]:
         console.print(f"{stage['stage']}: best val MSE {stage['best_val_mse']:.4f} at epoch {stage['best_epoch']}")
     console.print(f"Model saved to {result['model']}")
@@ -243,6 +245,7 @@ def predict(
     device: str = typer.Option("auto", help="cpu, cuda, cuda:1 ... (auto: GPU if any)."),
     base_model: str = typer.Option(None, help="Backbone location if it moved since training."),
     tokens_per_batch: int = typer.Option(16384, help="Tokens per packed forward pass."),
+    compile_layers: bool = typer.Option(False, "--compile", help="Compile decoder layers (many questions, GPU)."),
 ) -> None:
     """Write one confidence per question, in the prediction format `elical evaluate` reads."""
     from rich.console import Console
@@ -251,7 +254,8 @@ def predict(
 
     console = Console()
     with _user_errors(console):
-        count = predict_files(model_dir, [str(p) for p in inputs], out, method, device, base_model, tokens_per_batch)
+        count = predict_files(model_dir, [str(p) for p in inputs], out, method, device, base_model, tokens_per_batch,
+                              compile_layers)
     console.print(f"Wrote {count} confidences to {out}")
 
 

@@ -86,6 +86,7 @@ def predict_files(
     device: str = "auto",
     base_model: str | None = None,
     tokens_per_batch: int = 16384,
+    compile_layers: bool = False,
 ) -> int:
     """Write one confidence per question of record/QA files in the prediction format; returns the count."""
     import json
@@ -98,6 +99,8 @@ def predict_files(
     if not records:
         raise ValueError(f"no questions found in {', '.join(map(str, inputs))}")
     model = ConfidenceModel.load(model_dir, device=device, base_model=base_model)
+    if compile_layers:
+        model.compile_layers()
     confidence = predict_records(model, records, tokens_per_batch=tokens_per_batch)
     saved = json.loads((Path(model_dir) / "elical_model.json").read_text())
     meta = {"model_dir": str(model_dir), "inputs": [str(p) for p in inputs], "model": saved.get("model"),

@@ -130,7 +130,8 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True) -
             summaries.append(run_stage(model, data_of("cal"), stage2, cfg, accelerator, out / name,
                                        save_best, show_progress))
             last = out / name
-    result = {**run_info, "stages": summaries, "model": str(out / "model")}
+    result = {**run_info, "stages": summaries, "model": str(out / "model"),
+              "is_main_process": accelerator.is_main_process}
     if accelerator.is_main_process:
         if (out / "model").exists():
             shutil.rmtree(out / "model")
