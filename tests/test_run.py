@@ -84,15 +84,16 @@ def test_findings_are_computed_from_the_numbers():
                + [_record(20 + i, 5, True, 0, 4) for i in range(4)])
     res = _results({100: [0.80, 0.82, 0.78], 1000: [0.85, 0.86, 0.84], 1500: [0.86, 0.86, 0.86]},
                    {100: [0.60, 0.62, 0.81], 1000: [0.80, 0.80, 0.80], 1500: [0.85, 0.85, 0.85]}, 0.75)
-    tracks, contested, beats, reaches = findings(res, records, pool_size=1500)
+    tracks, contested, beats, reaches, versus = findings(res, records, pool_size=1500)
     assert tracks.holds is True and "0.750" in tracks.evidence
     assert contested.holds is True and contested.numbers["contested_gap"] == pytest.approx(1.0)
     assert beats.holds is True and beats.numbers["wins"] == 2 and beats.numbers["seeds"] == 3
     assert reaches.holds is True and reaches.numbers["reference"] == pytest.approx(0.86)
     assert reaches.numbers["ratios"][100] == pytest.approx(0.80 / 0.86)
+    assert versus.holds is True and versus.numbers["baseline"] == "Consis-Sem"
     res2 = _results({100: [0.5, 0.5, 0.5], 1500: [0.9, 0.9, 0.9]}, {100: [0.6, 0.6, 0.6], 1500: [0.9, 0.9, 0.9]}, 0.6)
-    _, _, beats2, reaches2 = findings(res2, records[:8], pool_size=1500)
-    assert beats2.holds is False and reaches2.holds is False
+    _, _, beats2, reaches2, versus2 = findings(res2, records[:8], pool_size=1500)
+    assert beats2.holds is False and reaches2.holds is False and versus2.holds is True
 
 
 def test_consistency_by_exposure_buckets():

@@ -204,4 +204,21 @@ def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, s
                        f"EliCal / reference by budget: {text}"
                        + (f"; first budget at >= 95 %: {first_ok}" if first_ok else ""),
                        {"reference": reference, "ratios": ratios, "best_budget": best_b}))
+    out.append(_versus_training_free(summary, split, shared))
     return out
+
+
+def _versus_training_free(summary: pd.DataFrame, split: str, budgets: list[int]) -> Finding:
+    """Whether the best trained model beats the best training-free baseline (the paper's EliCal does)."""
+    rows = summary[(summary.split == split) & (summary.metric == "auroc") & (summary.budget == 0)
+                   & ~summary.method.isin(list(METHOD_NAMES.values()))]
+    question = "Does EliCal beat the best training-free baseline?"
+    if rows.empty or not budgets:
+        return Finding(question, None, "no training-free baseline or no EliCal model scored")
+    best = rows.loc[rows["mean"].idxmax()]
+    elical = {b: _mean(summary, "EliCal", b, split, "auroc")[0] for b in budgets}
+    top_b = max(elical, key=lambda b: -math.inf if math.isnan(elical[b]) else elical[b])
+    return Finding(question, bool(elical[top_b] > best["mean"]),
+                   f"best training-free: {best.method} AUROC {split} {best['mean']:.3f}; best EliCal: "
+                   f"{elical[top_b]:.3f} ({top_b} labels)",
+                   {"baseline": best.method, "baseline_auroc": float(best["mean"]), "elical": elical[top_b]})
