@@ -105,36 +105,17 @@ def test_consistency_by_exposure_buckets():
     assert table.loc["1", "consistency"] == pytest.approx(0.75)
 
 
-@pytest.fixture(scope="module")
-def tiny_world_lm(tmp_path_factory):
-    """A world LM small enough to train on a CPU in seconds (the packaged one is used by real runs)."""
-    import torch
-
-    from elical.world import WorldConfig
-    from elical.world.config import LMConfig
-    from elical.world.lm import train_world_lm
-
-    torch.set_num_threads(1)
-    path = tmp_path_factory.mktemp("wlm") / "lm"
-    lm = LMConfig(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64, steps=40,
-                  batch_size=8, seq_len=64, warmup_steps=4, lr=5e-3)
-    world = WorldConfig(n_people=60, n_ood_per_relation=10, n_paraphrase=10, n_multihop=10, n_mc=10)
-    train_world_lm(world, lm, path, device="cpu", log=lambda _: None, probe_every=40)
-    return path
-
-
-def test_tiny_run_end_to_end_writes_every_report_section(tiny_world_lm, tmp_path):
+def test_default_run_at_a_tiny_size_writes_every_report_section(tmp_path):
+    """The default preset (packaged world LM) with few questions, one seed and two budgets."""
     from elical.run.pipeline import run_pipeline
 
     overrides = {
-        "name": "tiny", "model": str(tiny_world_lm), "torch_threads": 1,
+        "name": "tiny", "torch_threads": 1,
         "questions": {"max_train": 40, "max_eval_per_dataset": 6},
         "annotate": {"k": 3, "batch_size": 48},
         "train": {"budgets": [12, "all"], "seeds": [0], "stage2_passes": 40,
                   "settings": {"epochs_stage1": 1, "batch_size": 8}},
-        # N-Prob is left out: an untrained LM gives empty answers (no tokens, no N-Prob), and evaluate
-        # cannot yet bootstrap a dataset with fewer than 5 scored questions.
-        "evaluate": {"n_resamples": 10, "alignment_repeats": 2, "baselines": ["Prob", "Consis-Lex", "Consis-Sem"]},
+        "evaluate": {"n_resamples": 10, "alignment_repeats": 2},
     }
     cfg = load_run_config(overrides=overrides)
     out = run_pipeline(cfg, tmp_path / "run", log=lambda _: None)
