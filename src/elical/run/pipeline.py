@@ -100,6 +100,8 @@ def _train_one(cfg: RunConfig, subject: Subject, out: Path, method: str, budget:
             done["best"] = str(model_dir / "stage1-eli" / "best")
             (model_dir / "stage1-eli" / "done.json").write_text(json.dumps(done, indent=1))
     settings = {**cfg.train.settings}
+    # the same wording the questions were answered with (records carry their rendered prompt too)
+    prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
     if method in ("cal-only", "elical", "head-only"):
         labels = pool_size if budget in (None, "all") else int(budget)
         epochs = cfg.train.stage2_epochs(labels)
@@ -108,8 +110,7 @@ def _train_one(cfg: RunConfig, subject: Subject, out: Path, method: str, budget:
     tcfg = TrainConfig(
         **{**settings, "model": subject.model, "mode": method, "seed": seed, "output_dir": str(model_dir),
            "budget": None if budget in (None, "all") else int(budget),
-           "system_prompt": subject.prompts.get("system") or None,
-           "qa_template": subject.prompts.get("qa", settings.get("qa_template", "{question}"))}
+           "system_prompt": prompts.system or None, "qa_template": prompts.qa}
     )
     start = time.perf_counter()
     train(tcfg, [str(out / "records" / "train.parquet")], show_progress=False)
