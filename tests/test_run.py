@@ -153,7 +153,9 @@ def test_geo_questions_split_relations_and_carry_population_buckets():
                               "currency": "ood", "mc_capital": "mc"}
     train = [i for i in subject.items if i.split == "train"]
     assert 55 <= len(train) <= 65 and {i.dataset for i in train} == {"capital", "city_country"}
-    assert all(i.meta["bucket"] in {"1", "2", "3", "4"} for i in subject.items)
+    from elical.run.geo import POPULATION_BUCKETS
+
+    assert {i.meta["bucket"] for i in subject.items} <= set(POPULATION_BUCKETS)
     france = next((i for i in geo_subject(load_run_config("smollm2-geo", overrides={
         "questions": {"max_train": None, "max_eval_per_dataset": None}})).items
         if i.question == "What is the capital of France?" and not i.choices), None)

@@ -48,14 +48,15 @@ def metric_vs_labels(summary: pd.DataFrame, metric: str, splits: list[str], path
     plt.close(fig)
 
 
-def consistency_exposure_plot(table: pd.DataFrame, path: str | Path) -> None:
+def consistency_exposure_plot(table: pd.DataFrame, path: str | Path,
+                              xlabel: str = "times the fact is stated in the pretraining corpus") -> None:
     """Accuracy and mean self-consistency per exposure bucket (bars), with question counts."""
     fig, ax = plt.subplots(figsize=(6, 3.4))
     x = np.arange(len(table))
     ax.bar(x - 0.2, table.accuracy, 0.4, label="greedy accuracy", color="tab:green")
     ax.bar(x + 0.2, table.consistency, 0.4, label="mean self-consistency", color="tab:blue")
     ax.set_xticks(x, [f"{b}\n(n={n})" for b, n in zip(table.bucket, table.n)], fontsize=8)
-    ax.set_xlabel("times the fact is stated in the pretraining corpus")
+    ax.set_xlabel(xlabel)
     ax.set_ylim(0, 1)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()

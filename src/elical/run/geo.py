@@ -2,7 +2,7 @@
 
 Relations: the capital of a country, the country of a city (cities across population ranks),
 the continent of a country, the currency of a country. Popularity is population: every question
-carries ``bucket`` = the population quartile of its subject (1 = most populous), the real-world
+carries ``bucket`` = the population quartile of its subject (``POPULATION_BUCKETS``), the real-world
 analogue of the synthetic world's exposure count.
 """
 
@@ -49,8 +49,12 @@ def country_aliases(country: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+POPULATION_BUCKETS = ("pop Q4 (least)", "pop Q3", "pop Q2", "pop Q1 (most)")  # least to most popular
+
+
 def _quartile(rank: int, n: int) -> str:
-    return str(1 + min(3, 4 * rank // max(1, n)))
+    """Population quartile label of the subject ranked ``rank`` (0 = most populous) of ``n``."""
+    return POPULATION_BUCKETS[3 - min(3, 4 * rank // max(1, n))]
 
 
 def geo_facts(min_city_population: int = 15000, seed: int = 0) -> list[dict[str, Any]]:

@@ -140,7 +140,9 @@ def write_run_report(cfg: RunConfig, subject, records: Sequence[Record], evaluat
     metric_vs_labels(summary, "alignment", splits, fig_dir / "alignment_vs_labels.png", "alignment (accuracy)")
     exposure = consistency_by_exposure([r for r in records if r.split != "train"])
     if not exposure.empty:
-        consistency_exposure_plot(exposure, fig_dir / "consistency_by_exposure.png")
+        consistency_exposure_plot(exposure, fig_dir / "consistency_by_exposure.png",
+                                  "population quartile of the subject" if cfg.subject == "geo"
+                                  else "times the fact is stated in the pretraining corpus")
         exposure.to_csv(out / "consistency_by_exposure.csv", index=False, float_format="%.4g")
 
     budgets = [b for b in cfg.train.budgets]
@@ -226,8 +228,10 @@ def build_blocks(cfg: RunConfig, subject, records: Sequence[Record], evaluation:
         shown = exposure.copy()
         for col in ("accuracy", "consistency", "overconfidence"):
             shown[col] = shown[col].map(lambda v: f"{v:.3f}")
-        blocks.append(Block("p", "Evaluated questions grouped by how often the fact is stated in the pretraining "
-                                 "corpus ('contested': a wrong value is stated more often than the right one)."))
+        what = ("the population quartile of the question's subject (a proxy for how often it is written about)"
+                if cfg.subject == "geo" else "how often the fact is stated in the pretraining corpus ('contested': a "
+                "wrong value is stated more often than the right one)")
+        blocks.append(Block("p", f"Evaluated questions grouped by {what}."))
         blocks.append(Block("table", shown, "Greedy accuracy and mean self-consistency by exposure"))
         blocks.append(Block("img", "figures/consistency_by_exposure.png", "Accuracy and self-consistency by exposure"))
     blocks.append(Block("h2", "Reliability diagrams"))

@@ -90,7 +90,8 @@ def exposure_bucket(rec: Record) -> str | None:
     return "0" if m == 0 else "1" if m == 1 else "2-3" if m <= 3 else "4-7" if m <= 7 else "8+"
 
 
-BUCKET_ORDER = ["0", "1", "2-3", "4-7", "8+", "contested"]
+# least to most exposure (world: corpus mentions; geo: population quartiles), contested last
+BUCKET_ORDER = ["0", "1", "2-3", "4-7", "8+", "pop Q4 (least)", "pop Q3", "pop Q2", "pop Q1 (most)", "contested"]
 
 
 def consistency_by_exposure(records: Sequence[Record]) -> pd.DataFrame:
@@ -148,8 +149,9 @@ def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, s
                            f"{consistency_method} AUROC is undefined (not scored, or every answer right or every one wrong)"))
     else:
         holds = auroc_sc >= 0.7
-        trend = (f"; accuracy rises with exposure from {acc_trend[0]:.2f} ({seen.bucket.iloc[0]} mentions) to "
-                 f"{acc_trend[-1]:.2f} ({seen.bucket.iloc[-1]})") if len(acc_trend) >= 2 else ""
+        verb = "rises" if rising else "does not rise"
+        trend = (f"; accuracy {verb} with exposure: {acc_trend[0]:.2f} (bucket {seen.bucket.iloc[0]}) vs "
+                 f"{acc_trend[-1]:.2f} (bucket {seen.bucket.iloc[-1]})") if len(acc_trend) >= 2 else ""
         out.append(Finding("Does self-consistency track correctness?", holds,
                            f"{consistency_method} AUROC {split} "
                            f"= {auroc_sc:.3f} (threshold for 'yes': 0.70){trend}",
