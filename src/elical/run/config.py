@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from elical.annotate.config import AnnotateConfig
 
@@ -138,4 +138,9 @@ def load_run_config(preset: str = "default", path: str | Path | None = None,
             raise ValueError(f"{path}: expected a mapping of run settings, got {type(user).__name__}")
         data = deep_merge(data, user)
     data = deep_merge(data, overrides or {})
-    return RunConfig.model_validate(data)
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as err:
+        where = f"{path} (over preset {preset!r})" if path is not None else f"preset {preset!r}"
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        raise ValueError(f"{where}: {problems}") from None
