@@ -98,7 +98,8 @@ def test_findings_are_computed_from_the_numbers():
 
 def test_consistency_by_exposure_buckets():
     records = [_record(0, 0, False, 0, 1), _record(1, 1, False, 1, 3), _record(2, 20, False, 1, 4),
-               _record(3, 2, True, 0, 4)]
+               _record(3, 2, True, 0, 4), _record(4, 2, True, 1, 4)]
+    records[-1].extra["group"] = "mc"  # multiple choice is left out
     table = consistency_by_exposure(records).set_index("bucket")
     assert list(table.index) == ["0", "1", "8+", "contested"]
     assert table.loc["contested", "overconfidence"] == pytest.approx(1.0)

@@ -95,9 +95,13 @@ BUCKET_ORDER = ["0", "1", "2-3", "4-7", "8+", "pop Q4 (least)", "pop Q3", "pop Q
 
 
 def consistency_by_exposure(records: Sequence[Record]) -> pd.DataFrame:
-    """Per exposure bucket: questions, greedy accuracy, mean self-consistency, and their gap."""
+    """Per exposure bucket: questions, greedy accuracy, mean self-consistency, and their gap.
+
+    Free-form questions only: a multiple-choice answer is a letter, right by chance one time in four."""
     rows = []
     for rec in records:
+        if (rec.extra or {}).get("group") == "mc" or (rec.extra or {}).get("choices"):
+            continue
         bucket = exposure_bucket(rec)
         if bucket is None or rec.failed or rec.greedy_correct is None or not rec.sample_consistent:
             continue
