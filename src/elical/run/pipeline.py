@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from elical.records import Record, atomic_write, read_parquet, write_parquet
 from elical.run.config import RunConfig
