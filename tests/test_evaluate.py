@@ -138,3 +138,12 @@ def test_cli_evaluate_bad_input_is_one_clear_line(tmp_path):
     result = CliRunner().invoke(app, ["evaluate", str(bad), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
     assert "nq_test.jsonl:1: field 'greedy_correctness': expected 0 or 1, got 3" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_tiny_datasets_get_nan_alignment_instead_of_an_error(n):
+    records = synthetic_records(toy_questions(n, "t"), "nq", seed=5)
+    records[0].greedy_correct, records[-1].greedy_correct = 1, 0
+    table = evaluate(records, config=EvalConfig(methods=["Consis-Sem"], n_resamples=10)).table
+    alignment = value(table, "Consis-Sem", "nq", "alignment")
+    assert np.isnan(alignment) if n < 3 else 0 <= alignment <= 1

@@ -157,17 +157,28 @@ class _Resampler:
 
     def __init__(self, config: EvalConfig):
         self.config = config
-        self._cache: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._weights: dict[tuple[str, int], np.ndarray] = {}
+        self._splits: dict[tuple[str, int], np.ndarray] = {}
 
-    def weights(self, dataset: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def weights(self, dataset: str, n: int) -> np.ndarray:
         key = (dataset, n)
-        if key not in self._cache:
-            seed = _seed_for(self.config, dataset)
-            self._cache[key] = (
-                metrics.bootstrap_weights(n, self.config.n_resamples, seed),
-                metrics.calibration_masks(n, self.config.n_resamples, seed + 1, self.config.alignment_fraction, "elical"),
+        if key not in self._weights:
+            self._weights[key] = metrics.bootstrap_weights(n, self.config.n_resamples, _seed_for(self.config, dataset))
+        return self._weights[key]
+
+    def splits(self, dataset: str, n: int) -> np.ndarray:
+        key = (dataset, n)
+        if key not in self._splits:
+            seed = _seed_for(self.config, dataset) + 1
+            self._splits[key] = metrics.calibration_masks(
+                n, self.config.n_resamples, seed, self.config.alignment_fraction, "elical"
             )
-        return self._cache[key]
+        return self._splits[key]
+
+
+def _can_split(n: int, fraction: float) -> bool:
+    """Whether n questions leave at least one on each side of the threshold split."""
+    return 1 <= round(fraction * n) < n
 
 
 def _dataset_metrics(
@@ -179,7 +190,7 @@ def _dataset_metrics(
     nan = (math.nan, np.full(config.n_resamples, math.nan))
     if n == 0:
         return {"auroc": nan, config.ece_name: nan, "brier": nan, "alignment": nan}
-    weights, masks = resampler.weights(dataset, n)
+    weights = resampler.weights(dataset, n)
     single_class = y.min() == y.max()
     unit = conf.min() >= 0 and conf.max() <= 1
     result: dict[str, tuple[float, np.ndarray]] = {}
@@ -195,12 +206,13 @@ def _dataset_metrics(
         result["brier"] = (metrics.brier(conf, y), metrics.metric_replicates("brier", conf, y, weights))
     else:  # e.g. raw log-probabilities: rankable, but not probabilities
         result[config.ece_name] = result["brier"] = nan
-    if n >= 5:
+    if _can_split(n, config.alignment_fraction):
         point = metrics.alignment(
             conf, y, config.alignment_repeats, config.seed, config.alignment_fraction, config.convention
         ).mean
-        result["alignment"] = (point, metrics.metric_replicates("alignment", conf, y, weights, calibration=masks))
-    else:
+        splits = resampler.splits(dataset, n)
+        result["alignment"] = (point, metrics.metric_replicates("alignment", conf, y, weights, calibration=splits))
+    else:  # too few questions to choose a threshold on some and score it on the rest
         result["alignment"] = nan
     return result
 
