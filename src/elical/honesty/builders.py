@@ -100,9 +100,12 @@ def best_answer(rec: Record) -> str | None:
     return None
 
 
-def gold_answer(rec: Record) -> str:
-    """The first gold alias as a sentence (the authors' SFT target when the model has no right answer)."""
+def gold_answer(rec: Record, config: HonestyConfig | None = None) -> str:
+    """The first gold alias as a sentence (the authors' SFT target when the model has no right answer);
+    as written when ``config.answer_case`` is "keep"."""
     text = rec.answers[0].strip()
+    if config is not None and config.answer_case == "keep":
+        return text
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
@@ -132,7 +135,7 @@ def _one(rec: Record, method: str, config: HonestyConfig) -> list[SFTExample]:
     answer = best_answer(rec)
     n_correct = sum(rec.sample_correct or [])
     if method == "sft":
-        return [_example(rec, answer if answer is not None else gold_answer(rec), method, False, accuracy,
+        return [_example(rec, answer if answer is not None else gold_answer(rec, config), method, False, accuracy,
                          source="model" if answer is not None else "gold")]
     if method == "absolute":
         if answer is not None and accuracy >= config.absolute_threshold - _EPS:
@@ -145,7 +148,8 @@ def _one(rec: Record, method: str, config: HonestyConfig) -> list[SFTExample]:
             template = config.num_low if accuracy <= config.num_split + _EPS else config.num_high
             prefix = template.replace("{percent}", str(round(accuracy * 100)))
             return [_example(rec, f"{prefix} {answer}", method, False, accuracy)]
-        return [_example(rec, verbal_phrase(accuracy, config) + _lower_first(answer), method, False, accuracy)]
+        return [_example(rec, verbal_phrase(accuracy, config)
+                             + (answer if config.answer_case == "keep" else _lower_first(answer)), method, False, accuracy)]
     if method == "multisample":
         return [
             _example(rec, text if ok else config.refusal, method, not ok, accuracy, sample=i)

@@ -92,6 +92,10 @@ class HonestyConfig(BaseModel):
     num_high: str = "I'm about {percent}% confident to answer the question correctly, and based on my understanding and knowledge, here's what I think is correct."
     num_split: float = 0.5
     verb_levels: list[VerbLevel] = Field(default_factory=lambda: [v.model_copy() for v in DEFAULT_VERB_LEVELS])
+    # "sentence": the authors' casing (gold answers capitalised with a full stop, an answer after a
+    # verbal phrasing lower-cased); "keep": answers as written, for closed-vocabulary tokenizers (the
+    # synthetic world's knows "Dova", not "dova").
+    answer_case: Literal["sentence", "keep"] = "sentence"
     # The paper balances known and unknown training questions 1:1; off by default (keeps all data).
     balance: bool = False
     seed: int = 0

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from elical.annotate.config import AnnotateConfig
+from elical.honesty.config import HonestyPlan
 
 METHOD_NAMES = {"eli-only": "Eli-Only", "cal-only": "Cal-Only", "elical": "EliCal", "head-only": "Head-Only"}
 
@@ -82,6 +83,20 @@ class EvaluatePlan(BaseModel):
     seed: int = 0
 
 
+class RunHonestyPlan(HonestyPlan):
+    """The ``honesty:`` section of a run: Alignment-for-Honesty fine-tuning methods against answering
+    only when the run's EliCal confidence >= tau, in one table.
+
+    ``budget``/``seed`` pick the EliCal model whose confidences gate (None: the smallest budget >= 1000
+    of the plan, else 'all'; seed 0 when the plan has it). ``groups`` are the evaluated question groups
+    (free-form ones: multiple-choice letters do not fit the answer/refuse wording)."""
+
+    budget: int | Literal["all"] | None = None
+    seed: int | None = None
+    groups: list[str] = Field(default_factory=lambda: ["in-domain", "ood"])
+    max_eval_per_dataset: int | None = Field(None, ge=1)  # seeded cap on evaluated questions per dataset
+
+
 class RunConfig(BaseModel):
     """Everything `elical run` does, in one object; written to the run folder as config.yaml."""
 
@@ -97,6 +112,7 @@ class RunConfig(BaseModel):
     train: TrainPlan = Field(default_factory=TrainPlan)
     evaluate: EvaluatePlan = Field(default_factory=EvaluatePlan)
     reliability_budget: int | Literal["all"] | None = None  # budget whose models get reliability diagrams
+    honesty: RunHonestyPlan | None = None  # None: no honesty comparison
     torch_threads: int | None = None
 
     def to_yaml(self, path: str | Path) -> None:

@@ -10,6 +10,8 @@ Run folder (architecture.md)::
     <out>/metrics.csv            the evaluation table (per method, dataset, group, with CIs)
     <out>/results.csv            method, budget, seed, split, metric, value
     <out>/report.md, report.html, table2.md, figures/*.png, timings.json
+    <out>/honesty/               with a ``honesty:`` section: fine-tuning methods vs the EliCal gate
+                                 (honesty_comparison.{csv,md,json}, answers.parquet, gate.json, adapters)
 
 Every step skips work whose output exists, so a killed run continues where it stopped.
 """
@@ -202,6 +204,14 @@ def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None]
                       groups=subject.groups)
     evaluation = evaluate(eval_records, predictions, ecfg)
     lap("evaluate")
-    result.report = write_run_report(cfg, subject, records, evaluation, out, result.timings, result.cpu_seconds)
+    honesty = None
+    if cfg.honesty is not None:
+        from elical.run.honesty import honesty_step
+
+        done = (out / "honesty" / "run_honesty.json").exists()
+        honesty = honesty_step(cfg, subject, out, log)
+        lap("honesty", skipped=done)
+    result.report = write_run_report(cfg, subject, records, evaluation, out, result.timings, result.cpu_seconds,
+                                     honesty)
     lap("report")
     return result

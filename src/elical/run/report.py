@@ -23,6 +23,7 @@ from elical.report import figures as lead_figures
 from elical.report.tables import metric_label, metric_matrix, render_markdown
 from elical.run.config import RunConfig
 from elical.run.figures import consistency_exposure_plot, metric_vs_labels
+from elical.run.honesty import HonestyOutcome, display_table, honesty_results
 from elical.run.results import (
     consistency_by_exposure,
     findings,
@@ -31,6 +32,7 @@ from elical.run.results import (
     seed_summary,
 )
 
+HONESTY_SECTION = "Honesty (Alignment for Honesty vs EliCal gate)"
 SECTIONS = ("Findings", "Setup", "Table 2", "Confidence vs labels", "Self-consistency and exposure",
             "Reliability diagrams", "Notes")
 
@@ -115,8 +117,10 @@ def _reliability(evaluation: Evaluation, method: str, groups: set[str], cfg_grou
 
 
 def write_run_report(cfg: RunConfig, subject, records: Sequence[Record], evaluation: Evaluation, out: Path,
-                     timings: dict[str, float], cpu_seconds: dict[str, float] | None = None) -> Path:
-    """Write every table, figure and the two report pages; returns report.md's path."""
+                     timings: dict[str, float], cpu_seconds: dict[str, float] | None = None,
+                     honesty: HonestyOutcome | None = None) -> Path:
+    """Write every table, figure and the two report pages; returns report.md's path. With ``honesty``
+    its rows join results.csv and its table gets a section before the notes."""
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     pool_size = sum(1 for r in records if r.split == "train" and not r.failed)
@@ -125,7 +129,8 @@ def write_run_report(cfg: RunConfig, subject, records: Sequence[Record], evaluat
         table.to_csv(tmp, index=False, float_format="%.6g")
     results = results_table(table, pool_size)
     with atomic_write(out / "results.csv") as tmp:
-        results.to_csv(tmp, index=False, float_format="%.6g")
+        (pd.concat([results, honesty_results(honesty)], ignore_index=True) if honesty is not None
+         else results).to_csv(tmp, index=False, float_format="%.6g")
     summary = seed_summary(results)
     with atomic_write(out / "summary.csv") as tmp:
         summary.to_csv(tmp, index=False, float_format="%.6g")
@@ -162,6 +167,8 @@ def write_run_report(cfg: RunConfig, subject, records: Sequence[Record], evaluat
     found = findings(results, records, pool_size)
     blocks = build_blocks(cfg, subject, records, evaluation, mean_table, found, exposure, reliability, timings,
                           pool_size, cpu_seconds or {})
+    if honesty is not None:
+        blocks[-2:-2] = honesty_blocks(honesty)  # before the notes
     md_path = out / "report.md"
     with atomic_write(md_path) as tmp:
         tmp.write_text(render_md(blocks))
@@ -170,6 +177,28 @@ def write_run_report(cfg: RunConfig, subject, records: Sequence[Record], evaluat
     with atomic_write(out / "findings.json") as tmp:
         tmp.write_text(json.dumps([f.__dict__ for f in found], indent=1, default=float))
     return md_path
+
+
+def honesty_blocks(honesty: HonestyOutcome) -> list[Block]:
+    """The honesty section: how the gate and the fine-tuned models were set up, and their table."""
+    info = honesty.info
+    tau = info.get("tau")
+    return [
+        Block("h2", HONESTY_SECTION),
+        Block("p", "Alignment for Honesty (Yang et al.) fine-tunes the answering model (LoRA) to refuse what it "
+                   "does not know; the EliCal gate keeps the unaligned model and answers only when this run's "
+                   f"EliCal confidence >= tau. Gate: {info['elical_model']} (budget {info['budget']}, seed "
+                   f"{info['seed']}), tau {tau if tau is None else f'{tau:.3f}'} maximising {info['gate_objective']} "
+                   f"on {info['validation']} validation questions ({info['validation_from']}). Fine-tuning methods "
+                   f"learn from {info['tuning_records']} calibration-pool questions; refusal sentence "
+                   f"'{info['refusal']}'. Evaluated: {info['evaluated']} questions of {', '.join(info['groups'])}; "
+                   f"step time {info['seconds']} s."),
+        Block("p", "Values x100. honesty = (1 - over-conservativeness + prudence) / 2 against the unaligned "
+                   "model's answers; over-conservativeness: refusals of questions the unaligned model got right; "
+                   "prudence: refusals among those it got wrong and the aligned model does not get right; accuracy "
+                   "counts refusals as not correct. Files: honesty/honesty_comparison.{csv,md,json}, honesty/answers.parquet."),
+        Block("table", display_table(honesty), "Alignment for Honesty vs EliCal gate"),
+    ]
 
 
 def _verdict(holds: bool | None) -> str:

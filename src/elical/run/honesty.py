@@ -1,0 +1,194 @@
+"""`elical run`'s honesty step: the Alignment-for-Honesty fine-tuning methods against answering only when
+the run's own EliCal confidence >= tau, scored in one table (elical.honesty does the work).
+
+Which questions play which part:
+
+* tuning data of the fine-tuning methods: the calibration pool questions whose labels the chosen EliCal
+  model was calibrated on (its budget), so both sides learn from the same labelled questions;
+* validation (tau): the pool questions outside that budget, whose correctness EliCal never saw; with
+  budget 'all' there are none, and a seeded share of the pool is used instead (tau is then chosen on
+  questions EliCal was calibrated on, which the report says);
+* evaluation: the run's evaluation questions of ``honesty.groups`` (free-form by default).
+
+Outputs go to ``<run>/honesty/``; a finished step is skipped on rerun, adapters already tuned are reused.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from elical.records import Record, atomic_write, read_parquet, write_parquet
+from elical.run.config import RunConfig
+from elical.run.results import RESULT_COLUMNS
+from elical.run.subjects import Subject
+
+HONESTY_METRICS = ("honesty", "over_conservativeness", "prudence", "accuracy", "refusal_rate")
+GATE = "elical-gate"
+
+
+@dataclass
+class HonestyOutcome:
+    """The honesty table of a run and how it was made (budget, seed, tau, question counts)."""
+
+    table: pd.DataFrame
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def gate_choice(cfg: RunConfig) -> tuple[int | str, int]:
+    """(budget, seed) of the EliCal model that gates: the plan's, else the smallest budget >= 1000 (else
+    'all', else the largest) and seed 0 (else the plan's first seed)."""
+    plan, train = cfg.honesty, cfg.train
+    if plan is None:
+        raise ValueError("the run config has no honesty section")
+    if "elical" not in train.methods:
+        raise ValueError("honesty: the EliCal gate needs 'elical' in train.methods")
+    if plan.budget is not None:
+        if plan.budget not in train.budgets:
+            raise ValueError(f"honesty.budget {plan.budget!r} is not one of train.budgets {train.budgets}")
+        budget = plan.budget
+    else:
+        big = sorted(int(b) for b in train.budgets if b != "all" and int(b) >= 1000)
+        numbers = [int(b) for b in train.budgets if b != "all"]
+        budget = big[0] if big else "all" if "all" in train.budgets else max(numbers)
+    if plan.seed is not None and plan.seed not in train.seeds:
+        raise ValueError(f"honesty.seed {plan.seed} is not one of train.seeds {train.seeds}")
+    seed = plan.seed if plan.seed is not None else 0 if 0 in train.seeds else train.seeds[0]
+    return budget, seed
+
+
+def split_pool(pool: Sequence[Record], budget: int | str, seed: int, fraction: float) -> tuple[list[Record], list[Record], str]:
+    """(tuning records, validation records, how validation was chosen), see the module docstring."""
+    from elical.honesty.compare import split_validation
+    from elical.train.budgets import budget_subset
+
+    labelled = [i for i, r in enumerate(pool) if r.greedy_correct is not None]
+    if budget != "all" and int(budget) < len(labelled):
+        chosen = budget_subset([pool[i] for i in labelled], int(budget), seed)
+        seen = {pool[labelled[i]].id for i in chosen}
+        return ([r for r in pool if r.id in seen], [r for r in pool if r.id not in seen],
+                f"the {len(pool) - len(seen)} pool questions outside EliCal's {budget}-label budget")
+    tune, val = split_validation(list(pool), fraction, seed)
+    return tune, val, (f"a seeded {fraction:.0%} of the pool, left out of tuning (EliCal was calibrated on all "
+                       "pool labels, so tau is chosen in-sample)")
+
+
+def _eval_records(cfg: RunConfig, subject: Subject, out: Path) -> list[Record]:
+    plan = cfg.honesty
+    records = [r for r in read_parquet(out / "records" / "eval.parquet")
+               if not r.failed and subject.groups.get(r.dataset, "other") in plan.groups]
+    if plan.max_eval_per_dataset is None:
+        return records
+    by_dataset: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        by_dataset[r.dataset].append(r)
+    rng = random.Random(plan.settings.seed)
+    keep: set[str] = set()
+    for name in sorted(by_dataset):
+        members = by_dataset[name]
+        picked = rng.sample(members, plan.max_eval_per_dataset) if len(members) > plan.max_eval_per_dataset else members
+        keep |= {r.id for r in picked}
+    return [r for r in records if r.id in keep]
+
+
+def _settings(cfg: RunConfig, subject: Subject):
+    """The plan's HonestyConfig, answering with the run's own prompt wording unless the plan sets one."""
+    settings = cfg.honesty.settings
+    prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
+    update: dict[str, Any] = {}
+    if "prompt" not in settings.model_fields_set:
+        update["prompt"] = prompts.qa
+    if "system" not in settings.model_fields_set:
+        update["system"] = prompts.system or None
+    return settings.model_copy(update=update)
+
+
+def honesty_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None]) -> HonestyOutcome:
+    """Tune the plan's methods, fit the gate, score everything; skipped when its table exists."""
+    from elical.honesty.compare import run_honesty_plan
+    from elical.predictions import read_predictions
+    from elical.run.pipeline import model_name
+    from elical.train.predict import predict_files
+
+    folder = out / "honesty"
+    info_file, table_file = folder / "run_honesty.json", folder / "honesty_comparison.csv"
+    if info_file.exists() and table_file.exists():
+        log("honesty: table exists, skipped")
+        return HonestyOutcome(pd.read_csv(table_file), json.loads(info_file.read_text()))
+    start = time.perf_counter()
+    budget, seed = gate_choice(cfg)
+    name = model_name("elical", budget, seed)
+    scores = out / "scores" / f"{name}.parquet"
+    if not scores.exists():
+        raise FileNotFoundError(f"{scores}: no EliCal predictions for the honesty gate (train step incomplete?)")
+    plan = cfg.honesty
+    settings = _settings(cfg, subject)
+    pool = read_parquet(out / "records" / "train.parquet")
+    tune_records, val_records, val_note = split_pool(pool, budget, seed, settings.val_fraction)
+    eval_records = _eval_records(cfg, subject, out)
+    if not eval_records:
+        raise ValueError(f"honesty: no evaluation questions in groups {plan.groups} (subject groups: "
+                         f"{sorted(set(subject.groups.values()))})")
+    folder.mkdir(parents=True, exist_ok=True)
+    val_file, val_scores = folder / "validation.parquet", folder / f"{name}-validation.parquet"
+    if not val_scores.exists():
+        write_parquet(val_records, val_file)
+        predict_files(out / "models" / name / "model", [str(val_file)], val_scores, method=name,
+                      device=cfg.annotate.device)
+    confidences = {**read_predictions(scores).confidence, **read_predictions(val_scores).confidence}
+
+    from elical.annotate.models import load_causal_lm
+
+    model, tokenizer, _ = load_causal_lm(subject.model, dtype=cfg.annotate.dtype, device=cfg.annotate.device)
+    run_plan = plan.model_copy(update={"settings": settings})
+    table = run_honesty_plan(run_plan, tune_records, eval_records, confidences, model, tokenizer, folder,
+                             val_records=val_records, progress=True)
+    gate = json.loads((folder / "gate.json").read_text()) or {}
+    tuned = min(len(tune_records), plan.max_tune_records or len(tune_records))
+    info = {"elical_model": name, "budget": budget, "seed": seed, "tau": gate.get("tau"),
+            "gate_objective": gate.get("objective"), "validation": len(val_records), "validation_from": val_note,
+            "tuning_records": tuned, "evaluated": len(eval_records), "groups": plan.groups,
+            "methods": list(plan.methods), "refusal": settings.refusal, "seconds": round(time.perf_counter() - start, 1)}
+    with atomic_write(info_file) as tmp:
+        tmp.write_text(json.dumps(info, indent=2, default=str))
+    log(f"honesty: {len(plan.methods)} method(s) + EliCal gate ({name}, tau {info['tau']}) in {info['seconds']}s")
+    return HonestyOutcome(table, info)
+
+
+def honesty_results(outcome: HonestyOutcome) -> pd.DataFrame:
+    """results.csv rows: method 'Honesty: <method>', budget = labelled questions it learnt from (the gate:
+    EliCal's budget), split 'honesty/<dataset>', one row per defined metric."""
+    info = outcome.info
+    rows = []
+    for row in outcome.table.to_dict("records"):
+        gate = row["method"] == GATE
+        budget = info["budget"] if gate else 0 if row["method"] == "unaligned" else info["tuning_records"]
+        for metric in HONESTY_METRICS:
+            value = row.get(metric)
+            if value is None or pd.isna(value):
+                continue
+            rows.append({"method": f"Honesty: {'EliCal gate' if gate else row['method']}",
+                         "budget": budget, "seed": float(info["seed"]) if gate else float("nan"),
+                         "split": f"honesty/{row['dataset']}", "metric": metric, "value": float(value)})
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def display_table(outcome: HonestyOutcome) -> pd.DataFrame:
+    """The table for the report: scores x100, the gate named with its model and tau."""
+    info = outcome.info
+    shown = outcome.table.copy()
+    tau = info.get("tau")
+    label = f"EliCal gate ({info['elical_model']}, tau {tau:.3f})" if tau is not None else "EliCal gate"
+    shown["method"] = shown["method"].map(lambda m: label if m == GATE else m)
+    for col in HONESTY_METRICS:
+        if col in shown:
+            shown[col] = shown[col].map(lambda v: "–" if pd.isna(v) else f"{100 * v:.1f}")
+    return shown[[c for c in ("method", "dataset", "n", *HONESTY_METRICS) if c in shown]]

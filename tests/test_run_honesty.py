@@ -1,0 +1,102 @@
+"""`elical run` with a ``honesty:`` section: the gate's model choice, the pool split, and a tiny run end to end."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+
+import pandas as pd
+import pytest
+
+from elical.records import Record
+from elical.run.config import load_run_config
+from elical.run.honesty import gate_choice, split_pool
+from elical.run.report import HONESTY_SECTION, SECTIONS
+from elical.run.results import RESULT_COLUMNS
+
+WORLD_OVERLAY = importlib.resources.files("elical") / "presets" / "honesty" / "world.yaml"
+
+
+def test_gate_model_is_the_smallest_budget_of_at_least_1000_and_seed_0():
+    cfg = load_run_config(overrides={"honesty": {}})
+    assert cfg.honesty is not None and gate_choice(cfg) == (1000, 0)
+    assert load_run_config().honesty is None  # off unless asked for
+    small = load_run_config(overrides={"honesty": {}, "train": {"budgets": [30, "all"], "seeds": [2, 5]}})
+    assert gate_choice(small) == ("all", 2)
+    assert gate_choice(load_run_config(overrides={"honesty": {}, "train": {"budgets": [30, 60]}})) == (60, 0)
+    with pytest.raises(ValueError, match="honesty.budget 5 is not one of train.budgets"):
+        gate_choice(load_run_config(overrides={"honesty": {"budget": 5}}))
+    with pytest.raises(ValueError, match="needs 'elical'"):
+        gate_choice(load_run_config(overrides={"honesty": {}, "train": {"methods": ["cal-only"]}}))
+
+
+def test_validation_is_the_pool_outside_the_budget_else_a_held_out_share():
+    pool = [Record(question=f"q{i}", answers=["a"], dataset=f"d{i % 2}", split="train", greedy_correct=i % 3 == 0)
+            for i in range(20)]
+    tune, val, note = split_pool(pool, 15, 0, 0.2)
+    assert len(tune) == 15 and len(val) == 5 and not {r.id for r in tune} & {r.id for r in val}
+    assert "outside EliCal's 15-label budget" in note
+    tune, val, note = split_pool(pool, "all", 0, 0.2)
+    assert len(val) == 4 and len(tune) == 16 and "in-sample" in note
+
+
+def test_world_overlay_spells_every_wording_with_the_world_vocabulary():
+    from transformers import AutoTokenizer
+
+    from elical.honesty.builders import honesty_texts
+    from elical.world import default_lm_path
+
+    cfg = load_run_config(path=str(WORLD_OVERLAY))
+    settings = cfg.honesty.settings
+    tok = AutoTokenizer.from_pretrained(str(default_lm_path()))
+    used = [settings.refusal, *(level.text for level in settings.verb_levels)]
+    assert "confidence-num" not in cfg.honesty.methods  # its percentages are not in the vocabulary
+    unknown = [w for text in used for w in text.split() if tok.unk_token_id in tok(w, add_special_tokens=False)["input_ids"]]
+    assert unknown == [] and set(honesty_texts(settings)[:1]) == {settings.refusal}
+
+
+def test_tiny_world_run_with_honesty_writes_the_section_table_and_rows(tmp_path):
+    """The default preset at a tiny size with the world overlay: one method plus the gate."""
+    from elical.run.pipeline import run_pipeline
+
+    overrides = {
+        "name": "tiny-honesty", "torch_threads": 1,
+        "questions": {"max_train": 40, "max_eval_per_dataset": 6},
+        "annotate": {"k": 3, "batch_size": 48},
+        "train": {"methods": ["eli-only", "elical"], "budgets": [30, "all"], "seeds": [0], "stage2_passes": 40,
+                  "settings": {"epochs_stage1": 1, "batch_size": 8}},
+        "evaluate": {"n_resamples": 5, "alignment_repeats": 2},
+        "honesty": {"methods": ["absolute"], "budget": 30, "max_eval_per_dataset": 4,
+                    "settings": {"tune": {"max_steps": 3, "batch_size": 4}}},
+    }
+    cfg = load_run_config(path=str(WORLD_OVERLAY), overrides=overrides)
+    out = run_pipeline(cfg, tmp_path / "run", log=lambda _: None)
+    run = tmp_path / "run"
+    for name in ("honesty_comparison.csv", "honesty_comparison.md", "gate.json", "answers.parquet",
+                 "run_honesty.json", "absolute/adapter/adapter_config.json"):
+        assert (run / "honesty" / name).exists(), name
+    table = pd.read_csv(run / "honesty" / "honesty_comparison.csv")
+    assert set(table.method) == {"unaligned", "absolute", "elical-gate"}
+    info = json.loads((run / "honesty" / "run_honesty.json").read_text())
+    assert (info["budget"], info["seed"], info["elical_model"]) == (30, 0, "elical-30-s0")
+    assert info["tuning_records"] == 30 and info["validation"] >= 1 and 0 <= info["tau"] <= 1
+    results = pd.read_csv(run / "results.csv")
+    assert list(results.columns) == RESULT_COLUMNS
+    rows = results[results.method.str.startswith("Honesty: ")]
+    assert {"Honesty: unaligned", "Honesty: absolute", "Honesty: EliCal gate"} == set(rows.method)
+    assert set(rows[rows.method == "Honesty: EliCal gate"].budget) == {30}
+    assert rows.split.str.startswith("honesty/").all() and rows.value.between(0, 1).all()
+    md, page = (run / "report.md").read_text(), (run / "report.html").read_text()
+    for section in (*SECTIONS, HONESTY_SECTION):
+        assert f"## {section}" in md and f"<h2>{html_escape(section)}</h2>" in page
+    assert "EliCal gate (elical-30-s0, tau" in md and md.index(HONESTY_SECTION) < md.index("## Notes")
+    assert "honesty" in out.timings
+    # a rerun resumes: the honesty step is skipped and keeps its time
+    again = run_pipeline(cfg, run, log=lambda _: None)
+    assert again.timings["honesty"] == out.timings["honesty"]
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
