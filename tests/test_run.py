@@ -117,6 +117,7 @@ def test_default_run_at_a_tiny_size_writes_every_report_section(tmp_path):
         "train": {"budgets": [12, "all"], "seeds": [0], "stage2_passes": 40,
                   "settings": {"epochs_stage1": 1, "batch_size": 8}},
         "evaluate": {"n_resamples": 10, "alignment_repeats": 2},
+        "honesty": None,  # on in the preset; tests/test_run_honesty.py runs it
     }
     cfg = load_run_config(overrides=overrides)
     out = run_pipeline(cfg, tmp_path / "run", log=lambda _: None)

@@ -14,13 +14,15 @@ from elical.run.honesty import gate_choice, split_pool
 from elical.run.report import HONESTY_SECTION, SECTIONS
 from elical.run.results import RESULT_COLUMNS
 
-WORLD_OVERLAY = importlib.resources.files("elical") / "presets" / "honesty" / "world.yaml"
+GEO_OVERLAY = importlib.resources.files("elical") / "presets" / "honesty" / "smollm2-geo.yaml"
 
 
 def test_gate_model_is_the_smallest_budget_of_at_least_1000_and_seed_0():
-    cfg = load_run_config(overrides={"honesty": {}})
-    assert cfg.honesty is not None and gate_choice(cfg) == (1000, 0)
-    assert load_run_config().honesty is None  # off unless asked for
+    cfg = load_run_config()
+    assert cfg.honesty is not None and gate_choice(cfg) == (1000, 0)  # on in the default preset
+    assert load_run_config(overrides={"honesty": None}).honesty is None
+    geo = load_run_config("smollm2-geo", path=str(GEO_OVERLAY))
+    assert gate_choice(geo) == (30, 0) and len(geo.honesty.methods) == 5
     small = load_run_config(overrides={"honesty": {}, "train": {"budgets": [30, "all"], "seeds": [2, 5]}})
     assert gate_choice(small) == ("all", 2)
     assert gate_choice(load_run_config(overrides={"honesty": {}, "train": {"budgets": [30, 60]}})) == (60, 0)
@@ -40,13 +42,13 @@ def test_validation_is_the_pool_outside_the_budget_else_a_held_out_share():
     assert len(val) == 4 and len(tune) == 16 and "in-sample" in note
 
 
-def test_world_overlay_spells_every_wording_with_the_world_vocabulary():
+def test_default_preset_spells_every_wording_with_the_world_vocabulary():
     from transformers import AutoTokenizer
 
     from elical.honesty.builders import honesty_texts
     from elical.world import default_lm_path
 
-    cfg = load_run_config(path=str(WORLD_OVERLAY))
+    cfg = load_run_config()
     settings = cfg.honesty.settings
     tok = AutoTokenizer.from_pretrained(str(default_lm_path()))
     used = [settings.refusal, *(level.text for level in settings.verb_levels)]
@@ -56,7 +58,7 @@ def test_world_overlay_spells_every_wording_with_the_world_vocabulary():
 
 
 def test_tiny_world_run_with_honesty_writes_the_section_table_and_rows(tmp_path):
-    """The default preset at a tiny size with the world overlay: one method plus the gate."""
+    """The default preset (honesty on) at a tiny size: one method plus the gate."""
     from elical.run.pipeline import run_pipeline
 
     overrides = {
@@ -69,7 +71,7 @@ def test_tiny_world_run_with_honesty_writes_the_section_table_and_rows(tmp_path)
         "honesty": {"methods": ["absolute"], "budget": 30, "max_eval_per_dataset": 4,
                     "settings": {"tune": {"max_steps": 3, "batch_size": 4}}},
     }
-    cfg = load_run_config(path=str(WORLD_OVERLAY), overrides=overrides)
+    cfg = load_run_config(overrides=overrides)
     out = run_pipeline(cfg, tmp_path / "run", log=lambda _: None)
     run = tmp_path / "run"
     for name in ("honesty_comparison.csv", "honesty_comparison.md", "gate.json", "answers.parquet",
@@ -100,3 +102,20 @@ def html_escape(text: str) -> str:
     import html
 
     return html.escape(text)
+
+
+def test_answer_case_keep_leaves_world_names_as_written():
+    from elical.honesty.builders import build_examples
+    from elical.honesty.config import HonestyConfig
+
+    known = Record(question="Where was Dova Hoko born?", answers=["Tese"], dataset="d", split="train",
+                   greedy_response="Tese", greedy_correct=1, samples=["Tese", "Peji"], sample_correct=[1, 0])
+    unknown = Record(question="Which sport does Rygy play?", answers=["piano"], dataset="d", split="train",
+                     greedy_response="golf", greedy_correct=0, samples=["golf", "chess"], sample_correct=[0, 0])
+    levels = [{"up_to": 1.0, "text": "known 3 of 5 : "}]
+    keep = HonestyConfig(answer_case="keep", verb_levels=levels)
+    assert [e.completion for e in build_examples([known], "confidence-verb", keep)] == ["known 3 of 5 : Tese"]
+    assert [e.completion for e in build_examples([unknown], "sft", keep)] == ["piano"]
+    authors = HonestyConfig(verb_levels=levels)
+    assert [e.completion for e in build_examples([known], "confidence-verb", authors)] == ["known 3 of 5 : tese"]
+    assert [e.completion for e in build_examples([unknown], "sft", authors)] == ["Piano."]
