@@ -45,18 +45,20 @@ def _is_fsdp(accelerator) -> bool:
 def save_checkpoint(path: Path, accelerator, wrapped, optimizer, scheduler, state: StageState) -> None:
     """Write the checkpoint of a stage (all processes call this)."""
     tmp = path.with_name(path.name + ".tmp")
-    if accelerator.is_main_process and tmp.exists():
-        shutil.rmtree(tmp)
+    if accelerator.is_main_process:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        # Made before the barrier: under FSDP every rank writes its shards into tmp/accelerate.
+        (tmp / "accelerate" if _is_fsdp(accelerator) else tmp).mkdir(parents=True)
     accelerator.wait_for_everyone()
     if _is_fsdp(accelerator):
         accelerator.save_state(str(tmp / "accelerate"))
     elif accelerator.is_main_process:
         model = accelerator.unwrap_model(wrapped)
         params = {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad}
-        tmp.mkdir(parents=True, exist_ok=True)
         torch.save({"params": params, "optimizer": optimizer.state_dict()}, tmp / "trainable.pt")
+    accelerator.wait_for_everyone()  # every rank's shards are written before tmp is renamed
     if accelerator.is_main_process:
-        tmp.mkdir(parents=True, exist_ok=True)
         torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
         (tmp / "state.json").write_text(json.dumps(asdict(state), indent=1))
         old = path.with_name(path.name + ".old")
