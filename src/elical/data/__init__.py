@@ -1,6 +1,6 @@
 """QA data: the QAItem type, loaders (JSONL, MMLU CSV, HF datasets), dataset converters, sharding."""
 
-from elical.data.items import QAItem, dedupe_items, parse_shard, select_shard, shard_of
+from elical.data.items import QAItem, parse_shard, select_shard, shard_of
 from elical.data.loaders import load_hf, load_items, load_many
 from elical.data.registry import REGISTRY, DatasetSpec, lookup, register
 
@@ -8,7 +8,6 @@ __all__ = [
     "REGISTRY",
     "DatasetSpec",
     "QAItem",
-    "dedupe_items",
     "load_hf",
     "load_items",
     "load_many",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from elical.records import record_id
@@ -64,14 +64,3 @@ def select_shard(items: Iterable[QAItem], shard: str | tuple[int, int] | None) -
     """Keep the items of shard ``i/n``; the n shards partition any item list exactly."""
     index, count = parse_shard(shard)
     return [item for item in items if shard_of(item.id, count) == index]
-
-
-def dedupe_items(items: Sequence[QAItem]) -> list[QAItem]:
-    """Give repeated (dataset, question) items distinct ids (``<id>-2``, ...), as records do."""
-    seen: dict[str, int] = {}
-    for item in items:
-        n = seen.get(item.id, 0) + 1
-        seen[item.id] = n
-        if n > 1:
-            item.id = f"{item.id}-{n}"
-    return list(items)

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from elical.data.items import CHOICE_LETTERS, QAItem, dedupe_items
+from elical.data.items import CHOICE_LETTERS, QAItem
 from elical.data.registry import ConversionError, lookup
-from elical.records import KNOWN_SPLITS, RecordError, dataset_and_split_from_path
+from elical.records import KNOWN_SPLITS, RecordError, dataset_and_split_from_path, dedupe_ids
 
 
 def _item(row: dict[str, Any], dataset: str, split: str, where: tuple[Any, int | None]) -> QAItem:
@@ -102,7 +102,7 @@ def load_items(
             raise ValueError(f"expected hf:NAME:SPLIT or hf:NAME:CONFIG:SPLIT, got {text!r}")
         name, config, hf_split = (parts[0], None, parts[1]) if len(parts) == 2 else parts
         items = load_hf(name, hf_split, config, dataset)
-        return dedupe_items(items[:limit] if limit else items)
+        return dedupe_ids(items[:limit] if limit else items)
     path = Path(source)
     if not path.exists():
         raise FileNotFoundError(f"QA source not found: {path}")
@@ -117,7 +117,7 @@ def load_items(
         items.extend(iterator)
         if limit and len(items) >= limit:
             break
-    return dedupe_items(items[:limit] if limit else items)
+    return dedupe_ids(items[:limit] if limit else items)
 
 
 def load_many(sources: Iterable[str | os.PathLike], limit_per_source: int | None = None) -> list[QAItem]:
@@ -125,4 +125,4 @@ def load_many(sources: Iterable[str | os.PathLike], limit_per_source: int | None
     items: list[QAItem] = []
     for source in sources:
         items.extend(load_items(source, limit=limit_per_source))
-    return dedupe_items(items)
+    return dedupe_ids(items)

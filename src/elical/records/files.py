@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from elical.records.convert import JsonlFormat, _FieldError, check_required, record_from_dict, record_to_dict
 from elical.records.record import KNOWN_SPLITS, Record, RecordError
@@ -207,15 +207,22 @@ def write_records(records: Sequence[Record], path: str | os.PathLike) -> None:
         write_jsonl(records, path)
 
 
-def dedupe_ids(records: list[Record]) -> list[Record]:
-    """Give repeated (dataset, question) pairs distinct ids (``<id>-2``, ...) in file order."""
+class _HasId(Protocol):
+    id: str
+
+
+IdT = TypeVar("IdT", bound=_HasId)
+
+
+def dedupe_ids(items: list[IdT]) -> list[IdT]:
+    """Give repeated (dataset, question) ids distinct ids (``<id>-2``, ...) in order; records and QA items alike."""
     seen: dict[str, int] = {}
-    for rec in records:
-        count = seen.get(rec.id, 0) + 1
-        seen[rec.id] = count
+    for item in items:
+        count = seen.get(item.id, 0) + 1
+        seen[item.id] = count
         if count > 1:
-            rec.id = f"{rec.id}-{count}"
-    return records
+            item.id = f"{item.id}-{count}"
+    return items
 
 
 class atomic_write:
