@@ -242,3 +242,13 @@ def test_refusal_detection_reads_word_level_decodings_and_other_scripts():
     assert is_refusal("Q?", spaced)
     assert is_refusal("Q?", "Je ne sais pas, désolé.", refusal="Je ne sais pas, désolé.", phrases=())
     assert not is_refusal("Q?", "Je sais.", refusal="Je ne sais pas, désolé.", phrases=())
+
+
+def test_honesty_file_with_a_non_object_line_names_file_and_line(tmp_path):
+    from elical.honesty.evaluate import load_honesty_set
+    from elical.records import RecordError
+
+    path = tmp_path / "puqa.jsonl"
+    path.write_text('{"question": "q?", "label": "unknown"}\n["not", "an", "object"]\n')
+    with pytest.raises(RecordError, match=r"puqa.jsonl:2: expected a JSON object, got list"):
+        load_honesty_set(path)

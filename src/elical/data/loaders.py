@@ -12,7 +12,13 @@ from typing import Any
 
 from elical.data.items import CHOICE_LETTERS, QAItem
 from elical.data.registry import ConversionError, lookup
-from elical.records import KNOWN_SPLITS, RecordError, dataset_and_split_from_path, dedupe_ids
+from elical.records import (
+    KNOWN_SPLITS,
+    RecordError,
+    dataset_and_split_from_path,
+    dedupe_ids,
+    iter_json_objects,
+)
 
 
 def _item(row: dict[str, Any], dataset: str, split: str, where: tuple[Any, int | None]) -> QAItem:
@@ -40,17 +46,8 @@ def iter_jsonl_items(path: str | os.PathLike, dataset: str | None = None, split:
                 raise RecordError(path, index, None, f"expected a JSON object, got {type(row).__name__}")
             yield _item(row, dataset, split, (path, index))
         return
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RecordError(path, line_no, None, f"malformed JSON ({err.msg} at column {err.colno})") from None
-            if not isinstance(row, dict):
-                raise RecordError(path, line_no, None, f"expected a JSON object, got {type(row).__name__}")
-            yield _item(row, dataset, split, (path, line_no))
+    for line_no, row in iter_json_objects(path):
+        yield _item(row, dataset, split, (path, line_no))
 
 
 def iter_mmlu_csv(path: str | os.PathLike, split: str | None = None, dataset: str = "mmlu") -> Iterator[QAItem]:

@@ -31,7 +31,7 @@ from elical.data.items import QAItem
 from elical.honesty.config import HonestyConfig
 from elical.honesty.refusal import detect_refusals
 from elical.metrics import honesty_scores
-from elical.records import Record, RecordError
+from elical.records import Record, RecordError, iter_json_objects
 
 EXPECT_KEY = "expected"  # QAItem.meta key: "refuse", "answer" or absent (judge against the gold answers)
 SCORE_COLUMNS = ["method", "dataset", "n", "over_conservativeness", "prudence", "honesty", "accuracy", "refusal_rate"]
@@ -58,31 +58,24 @@ def load_honesty_set(path: str | os.PathLike, limit: int | None = None) -> list[
     path = Path(path)
     dataset = path.stem
     items: list[QAItem] = []
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RecordError(path, line_no, None, f"not valid JSON ({err.msg})") from None
-            question = row.get("question")
-            if not isinstance(question, str) or not question.strip():
-                raise RecordError(path, line_no, "question", "expected a non-empty string")
-            label = row.get("label")
-            answers = row.get("answers", row.get("answer", []))
-            answers = [answers] if isinstance(answers, str) else answers
-            if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-                raise RecordError(path, line_no, "answers", "expected a string or a list of strings")
-            answers = [_ANSWER_PREFIX.sub("", a).strip() for a in answers if a.strip()]
-            if label not in (None, "known", "unknown"):
-                raise RecordError(path, line_no, "label", f"expected 'known' or 'unknown', got {label!r}")
-            if label != "unknown" and not answers:
-                raise RecordError(path, line_no, "answer", "a question to answer needs at least one gold answer")
-            meta = {EXPECT_KEY: {"unknown": "refuse", "known": "answer"}[label]} if label else {}
-            items.append(QAItem(question, answers, dataset=dataset, split="test", meta=meta))
-            if limit is not None and len(items) >= limit:
-                break
+    for line_no, row in iter_json_objects(path):
+        question = row.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise RecordError(path, line_no, "question", "expected a non-empty string")
+        label = row.get("label")
+        answers = row.get("answers", row.get("answer", []))
+        answers = [answers] if isinstance(answers, str) else answers
+        if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+            raise RecordError(path, line_no, "answers", "expected a string or a list of strings")
+        answers = [_ANSWER_PREFIX.sub("", a).strip() for a in answers if a.strip()]
+        if label not in (None, "known", "unknown"):
+            raise RecordError(path, line_no, "label", f"expected 'known' or 'unknown', got {label!r}")
+        if label != "unknown" and not answers:
+            raise RecordError(path, line_no, "answer", "a question to answer needs at least one gold answer")
+        meta = {EXPECT_KEY: {"unknown": "refuse", "known": "answer"}[label]} if label else {}
+        items.append(QAItem(question, answers, dataset=dataset, split="test", meta=meta))
+        if limit is not None and len(items) >= limit:
+            break
     if not items:
         raise RecordError(path, None, None, "no questions in the file")
     return items

@@ -18,6 +18,7 @@ from elical.records.files import (
     atomic_write,
     dataset_and_split_from_path,
     dedupe_ids,
+    iter_json_objects,
     iter_jsonl,
     read_jsonl,
     read_parquet,
@@ -38,7 +39,7 @@ from elical.records.record import (
 
 __all__ = [
     "ELICAL_FIELDS", "HB_FIELDS", "KNOWN_SPLITS", "RECORD_ATTRIBUTE", "JsonlFormat", "Record", "RecordError",
-    "SkipReport", "atomic_write", "check_required", "dataset_and_split_from_path", "dedupe_ids", "iter_jsonl",
+    "SkipReport", "atomic_write", "check_required", "dataset_and_split_from_path", "dedupe_ids", "iter_json_objects", "iter_jsonl",
     "read_jsonl", "read_parquet", "read_records", "record_from_dict", "record_id", "record_to_dict",
     "write_jsonl", "write_parquet", "write_records",
 ]

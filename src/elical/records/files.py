@@ -73,6 +73,21 @@ def _reject(error: RecordError, skip_invalid: bool, skips: SkipReport | None) ->
         skips.skipped.append(str(error))
 
 
+def iter_json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSONL file; a bad line raises RecordError."""
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise RecordError(path, line_no, None, f"malformed JSON ({err.msg} at column {err.colno})") from None
+            if not isinstance(row, dict):
+                raise RecordError(path, line_no, None, f"expected a JSON object, got {type(row).__name__}")
+            yield line_no, row
+
+
 def read_jsonl(path: str | os.PathLike, **kwargs: Any) -> list[Record]:
     """Read a HonestyBench (or extended) JSONL file into records."""
     return list(iter_jsonl(path, **kwargs))
