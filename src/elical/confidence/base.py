@@ -7,16 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elical.records import Record
+from elical.records import RECORD_ATTRIBUTE, Record, has_annotation
 
 # Record attribute -> the HonestyBench field a user knows it by, for error messages.
-FIELD_NAMES = {
-    "greedy_response": "greedy_response",
-    "greedy_logprobs": "greedy_logprobs",
-    "samples": "sampling_response",
-    "sample_consistent": "consistency_judgement",
-    "sample_correct": "sampling_correctness",
-}
+HB_NAME = {attribute: hb_name for hb_name, attribute in RECORD_ATTRIBUTE.items()}
 
 
 class MissingFieldError(ValueError):
@@ -32,22 +26,17 @@ class Estimator:
     score_batch: Callable[[Sequence[Record]], np.ndarray]
     description: str = ""
 
-    def has_inputs(self, record: Record) -> bool:
-        """Whether a record carries every field this estimator needs."""
-        return all(_present(record, name) for name in self.requires)
-
 
 def _present(record: Record, name: str) -> bool:
     if name.startswith("verbal:"):
         return name.split(":", 1)[1] in record.verbal
-    value = getattr(record, name)
-    return value is not None and (name != "samples" or len(value) > 0)
+    return has_annotation(record, name)
 
 
 def _describe_field(name: str) -> str:
     if name.startswith("verbal:"):
         return f"a verbalized-confidence reply '{name.split(':', 1)[1]}' (record field 'verbal')"
-    return f"'{FIELD_NAMES.get(name, name)}'"
+    return f"'{HB_NAME.get(name, name)}'"
 
 
 ESTIMATORS: dict[str, Estimator] = {}

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from elical.records.record import ELICAL_FIELDS, HB_FIELDS, RECORD_ATTRIBUTE, Record
+from elical.records.record import ELICAL_FIELDS, HB_FIELDS, RECORD_ATTRIBUTE, Record, has_annotation
 
 JsonlFormat = Literal["elical", "honestybench"]
 
@@ -180,6 +180,5 @@ def check_required(rec: Record, require: Sequence[str]) -> None:
     if rec.failed:
         return
     for name in require:
-        value = getattr(rec, RECORD_ATTRIBUTE.get(name, name))
-        if value is None or (name == "sampling_response" and not value):
+        if not has_annotation(rec, RECORD_ATTRIBUTE.get(name, name)):
             raise _FieldError(name, f"missing (this step needs: {', '.join(require)})")

@@ -104,3 +104,9 @@ RECORD_ATTRIBUTE = {
     "sampling_correctness": "sample_correct",
     "consistency_judgement": "sample_consistent",
 }
+
+
+def has_annotation(rec: Record, attribute: str) -> bool:
+    """Whether a record carries a value for ``attribute`` (an empty sample list counts as absent)."""
+    value = getattr(rec, attribute)
+    return value is not None and (attribute != "samples" or len(value) > 0)
