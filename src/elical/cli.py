@@ -268,13 +268,10 @@ def _split_assignment(item: str, option: str) -> tuple[str, str]:
 
 @contextmanager
 def _user_errors(console):
-    """Show bad-input errors as one clear line and exit 2, instead of a traceback."""
-    from elical.confidence import MissingFieldError
-    from elical.records import RecordError
-
+    """Show bad-input errors (RecordError, MissingFieldError and other ValueErrors) as one line; exit 2."""
     try:
         yield
-    except (RecordError, MissingFieldError, FileNotFoundError, KeyError, ValueError) as err:
+    except (FileNotFoundError, KeyError, ValueError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         console.print(f"[red]error:[/red] {message}")
         raise typer.Exit(2) from None

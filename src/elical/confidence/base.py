@@ -7,14 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elical.records import RECORD_ATTRIBUTE, Record, has_annotation
+from elical.records import RECORD_ATTRIBUTE, MissingFieldError, Record, has_annotation
 
 # Record attribute -> the HonestyBench field a user knows it by, for error messages.
 HB_NAME = {attribute: hb_name for hb_name, attribute in RECORD_ATTRIBUTE.items()}
-
-
-class MissingFieldError(ValueError):
-    """Records lack a field an estimator needs."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from elical.records.record import (
     HB_FIELDS,
     KNOWN_SPLITS,
     RECORD_ATTRIBUTE,
+    MissingFieldError,
     Record,
     RecordError,
     has_annotation,
@@ -39,7 +40,7 @@ from elical.records.record import (
 )
 
 __all__ = [
-    "ELICAL_FIELDS", "HB_FIELDS", "KNOWN_SPLITS", "RECORD_ATTRIBUTE", "JsonlFormat", "Record", "RecordError",
+    "ELICAL_FIELDS", "HB_FIELDS", "KNOWN_SPLITS", "RECORD_ATTRIBUTE", "JsonlFormat", "MissingFieldError", "Record", "RecordError",
     "SkipReport", "atomic_write", "check_required", "dataset_and_split_from_path", "dedupe_ids", "has_annotation", "iter_json_objects", "iter_jsonl",
     "read_jsonl", "read_parquet", "read_records", "record_from_dict", "record_id", "record_to_dict",
     "write_jsonl", "write_parquet", "write_records",

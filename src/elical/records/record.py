@@ -46,6 +46,10 @@ class RecordError(ValueError):
         super().__init__(f"{where}:{what} {message}")
 
 
+class MissingFieldError(ValueError):
+    """Records lack a field a step needs (a baseline, a training mode); raised before any work starts."""
+
+
 def record_id(dataset: str, question: str) -> str:
     """Stable id of a question within a dataset, so files join without relying on row order."""
     return hashlib.sha1(f"{dataset}\x1f{question}".encode()).hexdigest()[:16]

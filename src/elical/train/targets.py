@@ -5,13 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from elical.records import Record
+from elical.records import MissingFieldError, Record
 
 TargetKind = Literal["consistency", "sample-correct", "greedy-correct"]
-
-
-class MissingFieldError(ValueError):
-    """Records lack what a training mode needs; raised before any training starts."""
 
 
 def target_kind(stage: Literal["eli", "cal"], cal_target: Literal["samples", "greedy"]) -> TargetKind:
