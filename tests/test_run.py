@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import math
 
 import pandas as pd
@@ -24,6 +25,11 @@ def test_presets_load_and_a_yaml_file_overrides_nested_keys(tmp_path):
     assert cfg.train.seeds == [7] and cfg.annotate.k == 4
     assert cfg.train.methods == base.train.methods and cfg.annotate.max_new_tokens == base.annotate.max_new_tokens
     assert load_run_config("smollm2-geo").subject == "geo"
+    full = load_run_config("smollm2-geo-full")  # extends smollm2-geo: its own keys win, the rest is inherited
+    small = load_run_config("smollm2-geo")
+    assert full.subject == "geo" and full.annotate.k == 20 and full.train.budgets == [100, 300, 1000, "all"]
+    assert full.geo == small.geo and full.train.settings["lr"] == small.train.settings["lr"]
+    assert full.annotate.judges == small.annotate.judges and full.honesty is not None and small.honesty is None
     assert deep_merge({"a": {"b": 1, "c": 2}}, {"a": {"b": 3}}) == {"a": {"b": 3, "c": 2}}
 
 
@@ -34,6 +40,14 @@ def test_config_errors_name_the_problem(tmp_path):
         load_run_config(path=path)
     with pytest.raises(ValueError, match="unknown preset"):
         load_run_config("nope")
+
+def test_a_preset_that_extends_itself_is_an_error(tmp_path, monkeypatch):
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "a.yaml").write_text("extends: b\n")
+    (tmp_path / "presets" / "b.yaml").write_text("extends: a\n")
+    monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
+    with pytest.raises(ValueError, match="extends itself: a -> b -> a"):
+        load_run_config("a")
     with pytest.raises(ValueError, match="budgets"):
         RunConfig.model_validate({"train": {"budgets": [0]}})
 

@@ -129,11 +129,17 @@ def preset_names() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def _preset_data(name: str) -> dict[str, Any]:
+def _preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A preset's settings; ``extends: <preset>`` merges it over that preset (so a full-size preset
+    states only what differs from the small one)."""
+    if name in seen:
+        raise ValueError(f"preset {name!r} extends itself: {' -> '.join((*seen, name))}")
     path = importlib.resources.files("elical") / "presets" / f"{name}.yaml"
     if not path.is_file():
         raise ValueError(f"unknown preset {name!r}; packaged presets: {preset_names()}")
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    base = data.pop("extends", None)
+    return deep_merge(_preset_data(base, (*seen, name)), data) if base else data
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
