@@ -64,7 +64,13 @@ timeout "$LIMIT_S" python3 -m elical.cli run --preset smollm2-geo-full --config 
   2>&1 | grep -v "Loading weights\|Writing model shards" | tee -a "$OUT/run.log"
 rc=${PIPESTATUS[0]}
 echo "elical run: exit $rc after $(( $(date +%s) - start )) s (124: stopped at ${LIMIT_S} s; rerun to continue)"
-tar -czf "$OUT/smollm2_geo_full.tgz" --exclude="$RUN/models" --exclude="$RUN/annotate/shards" \
-  --exclude="*.safetensors" "$RUN" 2>/dev/null
+# What comes back (files of at most 16 MiB): the run folder without annotation shards and model weights,
+# plus the honesty gate's model so that a fresh machine can resume the honesty step.
+# (the preset's gate: EliCal, 1000 labels, seed 0).
+find "$RUN" \( -path "$RUN/annotate" -o -path "$RUN/models" -o -name "*.safetensors" \) -prune -o -type f -print \
+  > /tmp/run.files
+find "$RUN/models/elical-1000-s0/model" -type f >> /tmp/run.files 2>/dev/null
+tar -czf /tmp/run.tgz -T /tmp/run.files
+split -b 15M -d /tmp/run.tgz "$OUT/run.tgz."
 ls -la "$OUT"
 exit "$rc"

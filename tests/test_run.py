@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.resources
+import json
 import math
 
 import pandas as pd
@@ -155,6 +156,16 @@ def test_default_run_at_a_tiny_size_writes_every_report_section(tmp_path):
     # a rerun resumes: nothing is annotated or trained again
     again = run_pipeline(cfg, run, log=lambda _: None)
     assert again.timings["annotate"] == out.timings["annotate"] and again.timings["train"] == out.timings["train"]
+    # a run stopped during training: the resumed run adds the time the stopped one had spent
+    timings = json.loads((run / "timings.json").read_text())
+    assert timings["partial"] == {}
+    timings["partial"] = {"train": {"wall": 1000.0, "cpu": 900.0}}
+    (run / "timings.json").write_text(json.dumps(timings))
+    (run / "scores" / "cal-only-12-s0.parquet").unlink()
+    resumed = run_pipeline(cfg, run, log=lambda _: None)
+    assert 1000.0 < resumed.timings["train"] < 1000.0 + 120 and resumed.cpu_seconds["train"] > 900.0
+    assert (run / "scores" / "cal-only-12-s0.parquet").exists()
+    assert json.loads((run / "timings.json").read_text())["partial"] == {}
 
 
 def test_geo_questions_split_relations_and_carry_population_buckets():

@@ -123,8 +123,10 @@ def _train_one(cfg: RunConfig, subject: Subject, out: Path, method: str, budget:
     return scores
 
 
-def train_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None]) -> list[Path]:
-    """Every method x budget x seed of the plan; Eli-Only first so EliCal reuses its stage 1."""
+def train_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None],
+               model_done: Callable[[], None] = lambda: None) -> list[Path]:
+    """Every method x budget x seed of the plan; Eli-Only first so EliCal reuses its stage 1.
+    ``model_done`` is called after each model, so a run stopped midway still records the time it spent."""
     eval_file = out / "records" / "eval.parquet"
     pool_size = len(read_parquet(out / "records" / "train.parquet"))
     too_big = [b for b in cfg.train.budgets if b != "all" and int(b) > pool_size]
@@ -136,9 +138,11 @@ def train_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str],
     for seed in plan.seeds:
         if "eli-only" in plan.methods or "elical" in plan.methods:
             made.append(_train_one(cfg, subject, out, "eli-only", None, seed, eval_file, pool_size, log))
+            model_done()
         for method in (m for m in plan.methods if m != "eli-only"):
             for budget in plan.budgets:
                 made.append(_train_one(cfg, subject, out, method, budget, seed, eval_file, pool_size, log))
+                model_done()
     if "eli-only" not in plan.methods:
         made = [p for p in made if not p.stem.startswith("eli-only-")]
     return made
@@ -162,23 +166,39 @@ def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None]
     clock, cpu_clock = time.perf_counter(), time.process_time()
     timing_file = out / "timings.json"
     earlier = json.loads(timing_file.read_text()) if timing_file.exists() else {}
+    # time spent on a step by earlier invocations that stopped before it finished (their work is kept)
+    carried: dict[str, dict[str, float]] = earlier.get("partial", {})
+    partial: dict[str, dict[str, float]] = dict(carried)
+
+    def spent(step: str) -> dict[str, float]:
+        """Wall and CPU seconds of ``step`` so far, earlier stopped invocations included."""
+        before = carried.get(step, {})
+        return {"wall": round(before.get("wall", 0.0) + time.perf_counter() - clock, 2),
+                "cpu": round(before.get("cpu", 0.0) + time.process_time() - cpu_clock, 2)}
 
     def lap(step: str, skipped: bool = False) -> None:
-        """Wall and CPU time of a step; a step skipped on resume keeps the times it took when it ran.
+        """Wall and CPU time of a step; a step skipped on resume keeps the times it took when it ran,
+        a resumed step adds the time earlier invocations spent on it.
 
         CPU time (all threads of this process) is what the step costs on a machine nobody else uses;
         wall time on a shared CPU grows with the load."""
         nonlocal clock, cpu_clock
-        now, cpu_now = time.perf_counter(), time.process_time()
         keep = skipped and step in earlier.get("timings", {})
-        result.timings[step] = earlier["timings"][step] if keep else round(now - clock, 2)
-        result.cpu_seconds[step] = earlier.get("cpu_seconds", {}).get(step, 0.0) if keep else round(cpu_now - cpu_clock, 2)
-        clock, cpu_clock = now, cpu_now
+        took = spent(step)
+        result.timings[step] = earlier["timings"][step] if keep else took["wall"]
+        result.cpu_seconds[step] = earlier.get("cpu_seconds", {}).get(step, 0.0) if keep else took["cpu"]
+        partial.pop(step, None)
+        clock, cpu_clock = time.perf_counter(), time.process_time()
+        write_timings()
+
+    def progress(step: str) -> None:
+        """Record the time spent on an unfinished step, for a later resumed invocation to add."""
+        partial[step] = spent(step)
         write_timings()
 
     def write_timings() -> None:
         """timings.json after every step, so a crashed or resumed run still knows what each step cost."""
-        meta = {"timings": result.timings, "total_seconds": round(sum(result.timings.values()), 1),
+        meta = {"timings": result.timings, "total_seconds": round(sum(result.timings.values()), 1), "partial": partial,
                 "cpu_seconds": result.cpu_seconds, "total_cpu_seconds": round(sum(result.cpu_seconds.values()), 1),
                 "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
                 "subject": subject_info, "cpu_count": os.cpu_count(), **provenance()}
@@ -195,7 +215,7 @@ def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None]
     records = annotate_step(cfg, subject, out, log)
     lap("annotate", skipped=annotated)
     trained_before = len(list((out / "scores").glob("*.parquet"))) if (out / "scores").exists() else 0
-    score_files = train_step(cfg, subject, out, log)
+    score_files = train_step(cfg, subject, out, log, lambda: progress("train"))
     lap("train", skipped=trained_before == len(score_files))
     eval_records = [r for r in records if r.split != "train" and not r.failed]
     predictions = [read_predictions(p) for p in score_files]
