@@ -147,3 +147,22 @@ def test_tiny_datasets_get_nan_alignment_instead_of_an_error(n):
     table = evaluate(records, config=EvalConfig(methods=["Consis-Sem"], n_resamples=10)).table
     alignment = value(table, "Consis-Sem", "nq", "alignment")
     assert np.isnan(alignment) if n < 3 else 0 <= alignment <= 1
+
+
+def test_figures_leave_the_callers_matplotlib_backend_alone(tmp_path):
+    """A notebook's backend survives importing and drawing the figures (no pyplot, no matplotlib.use)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, matplotlib, numpy as np\n"
+        "matplotlib.use('svg')\n"
+        "from elical.report.figures import reliability_diagram\n"
+        "import elical.run.figures\n"
+        f"reliability_diagram(np.array([0.2, 0.9, 1.0]), np.array([0, 1, 1]), 't', r'{tmp_path / 'r.png'}')\n"
+        "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()\n"
+        "assert 'matplotlib.pyplot' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from elical import metrics  # noqa: E402
-from elical.report.tables import column_label, metric_frame  # noqa: E402
+from elical import metrics
+from elical.report.tables import column_label, metric_frame
 
 
 def reliability_diagram(
@@ -23,7 +20,8 @@ def reliability_diagram(
     bins = metrics.reliability_bins(confidence, correct, n_bins, strategy)
     ece = metrics.ece(confidence, correct, n_bins, strategy)
     filled = bins.count > 0
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(4.2, 5), height_ratios=[3, 1], sharex=True)
+    fig = Figure(figsize=(4.2, 5))
+    top, bottom = fig.subplots(2, 1, height_ratios=[3, 1], sharex=True)
     top.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
     top.plot(bins.confidence[filled], bins.accuracy[filled], marker="o", color="tab:blue", label="model")
     for x, acc, conf in zip(bins.confidence[filled], bins.accuracy[filled], bins.confidence[filled]):
@@ -38,7 +36,6 @@ def reliability_diagram(
     bottom.set_xlim(0, 1)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def metric_by_dataset(table: pd.DataFrame, metric: str, path: str | Path, ylabel: str) -> None:
@@ -48,7 +45,8 @@ def metric_by_dataset(table: pd.DataFrame, metric: str, path: str | Path, ylabel
     columns = [column_label(g, d) for g, d in values.columns]
     x = np.arange(len(columns))
     width = 0.8 / max(len(values.index), 1)
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(columns) + 2), 3.8))
+    fig = Figure(figsize=(max(6, 0.9 * len(columns) + 2), 3.8))
+    ax = fig.subplots()
     for i, method in enumerate(values.index):
         value = values.loc[method].to_numpy(dtype=float)
         err = np.array([value - lows.loc[method].to_numpy(float), highs.loc[method].to_numpy(float) - value])
@@ -62,4 +60,3 @@ def metric_by_dataset(table: pd.DataFrame, metric: str, path: str | Path, ylabel
     ax.legend(fontsize=7, ncol=min(len(values.index), 4), loc="lower left", bbox_to_anchor=(0, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
 
 COLORS = {"Cal-Only": "tab:orange", "EliCal": "tab:blue", "Head-Only": "tab:green"}
 
@@ -18,7 +15,8 @@ def metric_vs_labels(summary: pd.DataFrame, metric: str, splits: list[str], path
                      reference_methods: tuple[str, ...] = ("Consis-Sem",)) -> None:
     """One panel per split: Cal-Only and EliCal (mean ± sd over seeds) against labels, log x axis;
     Eli-Only (0 labels) and training-free baselines as horizontal lines."""
-    fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.6), squeeze=False)
+    fig = Figure(figsize=(4.2 * len(splits), 3.6))
+    axes = fig.subplots(1, len(splits), squeeze=False)
     for ax, split in zip(axes[0], splits):
         rows = summary[(summary.metric == metric) & (summary.split == split)]
         for method, color in COLORS.items():
@@ -45,13 +43,13 @@ def metric_vs_labels(summary: pd.DataFrame, metric: str, splits: list[str], path
     axes[0][0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def consistency_exposure_plot(table: pd.DataFrame, path: str | Path,
                               xlabel: str = "times the fact is stated in the pretraining corpus") -> None:
     """Accuracy and mean self-consistency per exposure bucket (bars), with question counts."""
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig = Figure(figsize=(6, 3.4))
+    ax = fig.subplots()
     x = np.arange(len(table))
     ax.bar(x - 0.2, table.accuracy, 0.4, label="greedy accuracy", color="tab:green")
     ax.bar(x + 0.2, table.consistency, 0.4, label="mean self-consistency", color="tab:blue")
@@ -61,4 +59,3 @@ def consistency_exposure_plot(table: pd.DataFrame, path: str | Path,
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
