@@ -107,8 +107,12 @@ def test_findings_are_computed_from_the_numbers():
     assert reaches.numbers["ratios"][100] == pytest.approx(0.80 / 0.86)
     assert versus.holds is True and versus.numbers["baseline"] == "Consis-Sem"
     res2 = _results({100: [0.5, 0.5, 0.5], 1500: [0.9, 0.9, 0.9]}, {100: [0.6, 0.6, 0.6], 1500: [0.9, 0.9, 0.9]}, 0.6)
-    _, _, beats2, reaches2, versus2 = findings(res2, records[:8], pool_size=1500)
+    _, contested2, beats2, reaches2, versus2 = findings(res2, records[:8], pool_size=1500)
     assert beats2.holds is False and reaches2.holds is False and versus2.holds is True
+    assert contested2.holds is None and "subject marks none" in contested2.evidence  # exposure known, none contested
+    for rec in records:
+        rec.extra = {}
+    assert "no exposure information" in findings(res2, records, pool_size=1500)[1].evidence
 
 
 def test_consistency_by_exposure_buckets():

@@ -162,8 +162,10 @@ def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, s
                            {"auroc": auroc_sc, "accuracy_rises_with_exposure": rising}))
     contested = exposure[exposure.bucket == "contested"]
     if contested.empty:
+        why = ("the subject marks none; overconfidence per exposure bucket is in 'Self-consistency and exposure'"
+               if not seen.empty else "no exposure information")
         out.append(Finding("Is self-consistency overconfident on contested facts?", None,
-                           "no contested facts among the evaluated questions (no exposure information)"))
+                           f"no contested facts among the evaluated questions ({why})"))
     else:
         c = contested.iloc[0]
         weights = seen.n.to_numpy(dtype=float)
