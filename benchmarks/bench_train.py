@@ -1,7 +1,7 @@
 """Throughput of confidence-model training and prediction: elical's packed path vs the authors' recipe.
 
-Builds the Qwen2.5-7B architecture from its config with random bf16 weights (``--size 7b``, GPU) or
-a tiny Qwen2 (``--size tiny``, CPU), LoRA r=8 on all linear layers + last-token head, and times, in the
+Builds the Qwen2.5-7B architecture from its config with random bf16 weights (``--size 7b``, GPU),
+SmolLM2-135M's Llama architecture (``--size smollm2``) or a tiny Qwen2 (``--size tiny``, CPU), LoRA r=8 on all linear layers + last-token head, and times, in the
 same run and on the same questions (lengths uniform in [30, 80] tokens):
 
 * ``authors``: an HF-Trainer-like loop: batches of 16 in file order padded to their longest (no length
@@ -32,25 +32,35 @@ PEAK_TFLOPS = 790.0  # dense bf16 peak measured on the H100/H200 cards (gpu.md)
 QWEN25_7B = {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
              "intermediate_size": 18944, "vocab_size": 152064, "max_position_embeddings": 32768,
              "rope_theta": 1_000_000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
+SMOLLM2_135M = {"hidden_size": 576, "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3,
+                "intermediate_size": 1536, "vocab_size": 49152, "max_position_embeddings": 8192,
+                "rope_theta": 100000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "intermediate_size": 128, "vocab_size": 1000, "max_position_embeddings": 512, "tie_word_embeddings": False}
 
 
+def architecture(size: str):
+    """(transformers config class, its arguments) of a benchmark size."""
+    from transformers import LlamaConfig, Qwen2Config
+
+    return {"7b": (Qwen2Config, QWEN25_7B), "smollm2": (LlamaConfig, SMOLLM2_135M), "tiny": (Qwen2Config, TINY)}[size]
+
+
 def build_model(size: str, device: torch.device, attn: str):
     """Random-weight Qwen2 classifier (bf16 on GPU) wrapped as a ConfidenceModel with fresh LoRA + head."""
-    from transformers import AutoModelForSequenceClassification, Qwen2Config
+    from transformers import AutoModelForSequenceClassification
 
     from elical.model import ConfidenceModel, ModelConfig
 
-    spec = QWEN25_7B if size == "7b" else TINY
+    config_class, spec = architecture(size)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    config = Qwen2Config(**spec, num_labels=1, pad_token_id=spec["vocab_size"] - 1)
+    config = config_class(**spec, num_labels=1, pad_token_id=spec["vocab_size"] - 1)
     torch.manual_seed(0)
     with torch.device(device):
         classifier = AutoModelForSequenceClassification.from_config(config, dtype=dtype,
                                                                     attn_implementation=attn)
     tokenizer = SimpleNamespace(pad_token_id=spec["vocab_size"] - 1, eos_token=None)
-    model = ConfidenceModel.from_backbone(classifier, tokenizer, ModelConfig(base_model=f"random-qwen2-{size}"))
+    model = ConfidenceModel.from_backbone(classifier, tokenizer, ModelConfig(base_model=f"random-{size}"))
     # Give LoRA B and the head non-zero values so every branch computes for real.
     with torch.no_grad():
         for name, param in model.named_parameters():
@@ -185,11 +195,13 @@ def machine(device: torch.device) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", choices=["7b", "tiny"], default=None, help="default: 7b on GPU, tiny on CPU")
+    parser.add_argument("--size", choices=["7b", "smollm2", "tiny"], default=None, help="default: 7b on GPU, tiny on CPU")
     parser.add_argument("--questions", type=int, default=1024)
     parser.add_argument("--min-len", type=int, default=30)
     parser.add_argument("--max-len", type=int, default=80)
     parser.add_argument("--tokens-per-batch", type=int, nargs="+", default=[8192])
+    parser.add_argument("--batch-size", type=int, nargs="+", default=[512],
+                        help="questions per optimizer step (the paper's effective batch: 512)")
     parser.add_argument("--predict-tokens", type=int, default=32768)
     parser.add_argument("--variants", nargs="+", default=["authors", "packed", "compile", "predict"])
     parser.add_argument("--attn", default="sdpa")
@@ -206,7 +218,7 @@ def main() -> None:
     device = accelerator.device
     size = args.size or ("7b" if device.type == "cuda" else "tiny")
     model, n_params = build_model(size, device, args.attn)
-    vocab = (QWEN25_7B if size == "7b" else TINY)["vocab_size"]
+    vocab = architecture(size)[1]["vocab_size"]
     seqs, targets = make_questions(args.questions, args.min_len, args.max_len, vocab)
     real_tokens = sum(map(len, seqs))
     world = accelerator.num_processes
@@ -258,10 +270,12 @@ def main() -> None:
     optimizer = _optimizer(model, 5e-5, 0.1)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     for tokens in args.tokens_per_batch:
-        if "packed" in args.variants:
-            seconds = guarded(f"packed {tokens}", lambda t=tokens: run_packed(wrapped, optimizer, seqs, targets, accelerator, t))
-            if seconds:
-                record(f"elical packed {tokens} tok", seconds, train_flops, f"{world} process(es)")
+        for bs in args.batch_size:
+            if "packed" in args.variants:
+                seconds = guarded(f"packed {tokens} b{bs}", lambda t=tokens, b=bs: run_packed(
+                    wrapped, optimizer, seqs, targets, accelerator, t, b))
+                if seconds:
+                    record(f"elical packed {tokens} tok b{bs}", seconds, train_flops, f"{world} process(es)")
     if "predict" in args.variants and world == 1:
         base = accelerator.unwrap_model(wrapped)
         peft_defaults(base, True)
@@ -278,9 +292,11 @@ def main() -> None:
     if "compile" in args.variants:
         model.compile_layers()
         for tokens in args.tokens_per_batch:
-            seconds = guarded(f"compile {tokens}", lambda t=tokens: run_packed(wrapped, optimizer, seqs, targets, accelerator, t))
-            if seconds:
-                record(f"elical packed+compile {tokens}", seconds, train_flops, "decoder layers compiled")
+            for bs in args.batch_size:
+                seconds = guarded(f"compile {tokens} b{bs}", lambda t=tokens, b=bs: run_packed(
+                    wrapped, optimizer, seqs, targets, accelerator, t, b))
+                if seconds:
+                    record(f"elical packed+compile {tokens} b{bs}", seconds, train_flops, "decoder layers compiled")
         if "predict" in args.variants and world == 1:
             base = accelerator.unwrap_model(wrapped)
             base.merge_adapter()
@@ -293,7 +309,7 @@ def main() -> None:
             return next((r[1] for r in rows if r[0].startswith("authors") and ("predict" in r[0]) == predict
                          and not math.isnan(r[1])), None)
 
-        print(f"\nmachine: {machine(device)}; processes: {world}; model: qwen2 {size} ({n_params / 1e9:.2f}B "
+        print(f"\nmachine: {machine(device)}; processes: {world}; model: {size} ({n_params / 1e9:.2f}B "
               f"non-embedding params), {len(seqs)} questions of {args.min_len}-{args.max_len} tokens "
               f"({real_tokens} real tokens); peak {PEAK_TFLOPS:.0f} TFLOP/s")
         print("| variant | q/s per GPU | TFLOP/s per GPU | % of peak | x authors | note |")
