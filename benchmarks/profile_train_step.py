@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-import torch
 from bench_train import build_model, machine, make_questions, run_packed
 from torch.profiler import ProfilerActivity, profile
 
