@@ -54,8 +54,10 @@ def parse_model_name(name: str) -> tuple[str, str, int]:
     return method, budget, int(seed)
 
 
-def annotate_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None]) -> list[Record]:
-    """Greedy answer + k samples per question, judged; records split into records/<dataset>_<split>.parquet."""
+def annotate_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None],
+                  chunk_done: Callable[[], None] = lambda: None) -> list[Record]:
+    """Greedy answer + k samples per question, judged; records split into records/<dataset>_<split>.parquet.
+    ``chunk_done`` is called after each shard is written, so a run stopped midway still records its time."""
     from elical.annotate.pipeline import annotate
     from elical.annotate.run import build_backend
 
@@ -67,7 +69,8 @@ def annotate_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[st
     prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
     ann = cfg.annotate.model_copy(update={"model": subject.model, "prompts": prompts})
     backend = build_backend(ann)
-    records = annotate(subject.items, backend, None, ann, out / "annotate", progress=True)
+    records = annotate(subject.items, backend, None, ann, out / "annotate", progress=True,
+                       on_chunk=lambda _: chunk_done())
     failed = [r for r in records if r.failed]
     if failed:
         log(f"annotate: {len(failed)} question(s) failed and are left out (first: {failed[0].failure})")
@@ -212,7 +215,7 @@ def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None]
     lap("questions")
     log(f"subject {cfg.subject}: {len(subject.items)} questions, model {subject.model}")
     annotated = (out / "records" / "eval.parquet").exists()
-    records = annotate_step(cfg, subject, out, log)
+    records = annotate_step(cfg, subject, out, log, lambda: progress("annotate"))
     lap("annotate", skipped=annotated)
     trained_before = len(list((out / "scores").glob("*.parquet"))) if (out / "scores").exists() else 0
     score_files = train_step(cfg, subject, out, log, lambda: progress("train"))
