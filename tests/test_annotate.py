@@ -215,6 +215,9 @@ def test_config_yaml_roundtrip_and_defaults(tmp_path):
     assert (config.k, config.repetition_penalty, config.max_new_tokens, config.judges.consistency) == (5, 1.05, 16, "embedding")
     config.to_yaml(tmp_path / "out.yaml")
     assert AnnotateConfig.from_yaml(tmp_path / "out.yaml") == config
+    (tmp_path / "list.yaml").write_text("- k\n")
+    with pytest.raises(ValueError, match=r"list.yaml: expected a mapping of settings, got list"):
+        AnnotateConfig.from_yaml(tmp_path / "list.yaml")
     with pytest.raises(ValueError, match="shard"):
         AnnotateConfig(shard="3/2")
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
-import yaml
 from pydantic import BaseModel, Field, field_validator
 
 from elical.annotate.backends.base import GenerationSettings
 from elical.annotate.prompts import PromptConfig
 from elical.data.items import parse_shard
+from elical.yaml_config import YamlConfig
 
 JudgeKind = Literal["match", "embedding", "llm", "cascade"]
 
@@ -28,10 +26,12 @@ class JudgeConfig(BaseModel):
     cache: bool = True  # cache judgements on disk (out_dir/judge_cache.sqlite)
 
 
-class AnnotateConfig(BaseModel):
+class AnnotateConfig(YamlConfig):
     """An annotation run. Defaults are the paper's: k=20 samples at temperature 1, top_p 0.95,
     top_k 50, max 64 new tokens. The authors also used repetition_penalty 1.05 (for greedy too, so
     their greedy is not a pure argmax); it defaults to 1.0 here and is a setting."""
+
+    yaml_section: ClassVar[str | None] = "annotate"  # a run file holds these settings under `annotate:`
 
     model: str = "smollm2"
     backend: Literal["hf", "openai", "vllm"] = "hf"
@@ -79,19 +79,3 @@ class AnnotateConfig(BaseModel):
             repetition_penalty=self.repetition_penalty,
             seed=self.seed,
         )
-
-    @classmethod
-    def from_yaml(cls, path: str | os.PathLike, **overrides: Any) -> AnnotateConfig:
-        """Read a YAML file (an ``annotate:`` section or the bare settings), then apply overrides."""
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if isinstance(data, dict) and isinstance(data.get("annotate"), dict):
-            data = data["annotate"]
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(data)
-
-    def to_yaml(self, path: str | os.PathLike) -> None:
-        """Write the config (atomically) so the outputs say what produced them."""
-        from elical.records import atomic_write
-
-        with atomic_write(path) as tmp:
-            Path(tmp).write_text(yaml.safe_dump(self.model_dump(), sort_keys=False), encoding="utf-8")

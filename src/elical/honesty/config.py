@@ -7,12 +7,11 @@ the keyword list of the refusal heuristic. Every wording is a setting.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from elical.yaml_config import YamlConfig
 
 Method = Literal["sft", "absolute", "confidence-num", "confidence-verb", "multisample"]
 METHODS: tuple[str, ...] = ("sft", "absolute", "confidence-num", "confidence-verb", "multisample")
@@ -72,8 +71,10 @@ class TuneConfig(BaseModel):
     device: str = "auto"
 
 
-class HonestyConfig(BaseModel):
+class HonestyConfig(YamlConfig):
     """Alignment for Honesty: data building, tuning, refusal detection, evaluation and the EliCal gate."""
+
+    yaml_section: ClassVar[str | None] = "honesty"  # a run file holds these settings under `honesty:`
 
     method: Method = "multisample"
     refusal: str = REFUSAL
@@ -130,22 +131,6 @@ class HonestyConfig(BaseModel):
         """Chat messages for a question (system prompt first when there is one)."""
         system = [{"role": "system", "content": self.system}] if self.system else []
         return system + [{"role": "user", "content": self.prompt_text(question)}]
-
-    @classmethod
-    def from_yaml(cls, path: str | os.PathLike, **overrides: Any) -> HonestyConfig:
-        """Read a YAML file (a ``honesty:`` section or the bare settings), then apply overrides."""
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if isinstance(data, dict) and isinstance(data.get("honesty"), dict):
-            data = data["honesty"]
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(data)
-
-    def to_yaml(self, path: str | os.PathLike) -> None:
-        """Write the config (atomically) next to the outputs it produced."""
-        from elical.records import atomic_write
-
-        with atomic_write(path) as tmp:
-            Path(tmp).write_text(yaml.safe_dump(self.model_dump(), sort_keys=False), encoding="utf-8")
 
 
 class HonestyPlan(BaseModel):

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from elical.annotate.config import AnnotateConfig
 from elical.honesty.config import HonestyPlan
+from elical.yaml_config import YamlConfig, read_yaml_mapping
 
 METHOD_NAMES = {"eli-only": "Eli-Only", "cal-only": "Cal-Only", "elical": "EliCal", "head-only": "Head-Only"}
 
@@ -97,7 +98,7 @@ class RunHonestyPlan(HonestyPlan):
     max_eval_per_dataset: int | None = Field(None, ge=1)  # seeded cap on evaluated questions per dataset
 
 
-class RunConfig(BaseModel):
+class RunConfig(YamlConfig):
     """Everything `elical run` does, in one object; written to the run folder as config.yaml."""
 
     model_config = ConfigDict(extra="forbid")
@@ -114,13 +115,6 @@ class RunConfig(BaseModel):
     reliability_budget: int | Literal["all"] | None = None  # budget whose models get reliability diagrams
     honesty: RunHonestyPlan | None = None  # None: no honesty comparison
     torch_threads: int | None = None
-
-    def to_yaml(self, path: str | Path) -> None:
-        """Write the resolved config atomically."""
-        from elical.records import atomic_write
-
-        with atomic_write(path) as tmp:
-            Path(tmp).write_text(yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
 
 
 def preset_names() -> list[str]:
@@ -155,10 +149,7 @@ def load_run_config(preset: str = "default", path: str | Path | None = None,
     """The preset, merged with a YAML file and then with ``overrides`` (nested dicts), validated."""
     data = _preset_data(preset)
     if path is not None:
-        user = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(user, dict):
-            raise ValueError(f"{path}: expected a mapping of run settings, got {type(user).__name__}")
-        data = deep_merge(data, user)
+        data = deep_merge(data, read_yaml_mapping(path, "a mapping of run settings"))
     data = deep_merge(data, overrides or {})
     try:
         return RunConfig.model_validate(data)

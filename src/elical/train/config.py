@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from elical.model import QA_TEMPLATE, SYSTEM_PROMPT, ModelConfig
+from elical.yaml_config import YamlConfig
 
 Mode = Literal["eli-only", "cal-only", "elical", "head-only"]
 
 
-class TrainConfig(BaseModel):
+class TrainConfig(YamlConfig):
     """Settings of one training run; defaults follow the paper (reference.md section 2)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -74,14 +74,6 @@ class TrainConfig(BaseModel):
         return self
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> TrainConfig:
-        """Read a config file; unknown keys are an error naming them."""
-        data = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping of settings, got {type(data).__name__}")  # noqa: TRY004
-        return cls(**data)
-
-    @classmethod
     def from_sources(cls, path: str | Path | None, overrides: dict) -> TrainConfig:
         """A YAML file (optional) with command-line overrides on top (None values ignored)."""
         data = {}
@@ -89,11 +81,6 @@ class TrainConfig(BaseModel):
             data = cls.from_yaml(path).model_dump(exclude_unset=True)
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**data)
-
-    def to_yaml(self, path: str | Path) -> None:
-        """Write the resolved config (what produced the outputs beside it)."""
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(yaml.safe_dump(self.model_dump(), sort_keys=False))
 
     def model_settings(self) -> ModelConfig:
         """The ModelConfig this run builds (head-only: no LoRA)."""

@@ -121,13 +121,9 @@ def load_world_configs(path: str | None, **lm_overrides: Any) -> tuple[WorldConf
     """World and LM configs from a YAML file's ``world:`` and ``lm:`` sections (or defaults), then overrides."""
     data: dict[str, Any] = {}
     if path:
-        from pathlib import Path
+        from elical.yaml_config import read_yaml_mapping
 
-        import yaml
-
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping with 'world:' and/or 'lm:' sections")
+        data = read_yaml_mapping(path, "a mapping with 'world:' and/or 'lm:' sections")
     world = from_dict(WorldConfig, data.get("world"), f"{path}: world")
     lm_data = dict(data.get("lm") or {})
     lm_data.update({k: v for k, v in lm_overrides.items() if v is not None})
