@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench_train import build_model, machine, make_questions, run_packed
+from bench_train import architecture, build_model, machine, make_questions, run_packed
 from torch.profiler import ProfilerActivity, profile
 
 
@@ -28,7 +28,7 @@ def main() -> None:
     accelerator = Accelerator()
     device = accelerator.device
     model, _ = build_model(args.size, device, "sdpa")
-    vocab = model.tokenizer.pad_token_id + 1
+    vocab = architecture(args.size)[1]["vocab_size"]
     seqs, targets = make_questions(args.questions, 30, 80, vocab)
     optimizer = _optimizer(model, 5e-5, 0.1)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
