@@ -8,6 +8,10 @@ Measures, with the HF backend:
   3. judge calls saved by dedup of identical normalized answers and by the match->LLM cascade on real
      annotations (``--records``), and the cascade's agreement with the full LLM judge on a sample.
 
+Plain and shared-prefix sampling alternate ``--repeats`` times (default 3) after one warm-up each, so a
+drift of the machine touches both sides of every ratio; each run and the median of the per-round
+ratios (shared-prefix / plain answers per second) are printed.
+
 CPU (small):  python benchmarks/bench_annotate.py --size tiny
 GPU (full):   python benchmarks/bench_annotate.py --size full --records runs/x/records.parquet
 Prints the machine first and one table per section.
@@ -20,6 +24,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -63,8 +68,9 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def time_generate(backend: HFBackend, prompts, settings: GenerationSettings) -> dict:
-    backend.generate(prompts[: max(1, len(prompts) // 8)], settings)  # warm-up (kernels, allocator)
+def time_generate(backend: HFBackend, prompts, settings: GenerationSettings, warm_up: bool = True) -> dict:
+    if warm_up:
+        backend.generate(prompts[: max(1, len(prompts) // 8)], settings)  # kernels, allocator
     sync()
     start = time.perf_counter()
     out = backend.generate(prompts, settings)
@@ -75,18 +81,36 @@ def time_generate(backend: HFBackend, prompts, settings: GenerationSettings) -> 
             "mean_tokens": tokens / len(out)}
 
 
-def bench_backend(label: str, backend: HFBackend, prompts, k: int, max_new: int, params: float) -> list[dict]:
+def bench_backend(label: str, backend: HFBackend, prompts, k: int, max_new: int, params: float,
+                  repeats: int) -> tuple[list[dict], dict]:
+    """Greedy once, then plain and shared-prefix sampling alternating ``repeats`` times: every run's row, and
+    a summary with the per-round ratios (shared-prefix / plain answers per second) and their median."""
     rows = []
     greedy = GenerationSettings(max_new_tokens=max_new)
     sample = GenerationSettings(do_sample=True, n=k, max_new_tokens=max_new)
-    rows.append({"model": label, "mode": "greedy", **time_generate(backend, prompts, greedy)})
-    for shared in (False, True):
+    rows.append({"model": label, "mode": "greedy", "run": 1, **time_generate(backend, prompts, greedy)})
+    for shared in (False, True):  # warm-up of both paths before the first timed round
         backend.shared_prefix = shared
-        rows.append({"model": label, "mode": f"sample k={k} shared_prefix={shared}", **time_generate(backend, prompts, sample)})
+        backend.generate(prompts[: max(1, len(prompts) // 8)], sample)
+    ratios = []
+    for run in range(1, repeats + 1):
+        rate = {}
+        for shared in (False, True):
+            backend.shared_prefix = shared
+            row = {"model": label, "mode": f"sample k={k} shared_prefix={shared}", "run": run,
+                   **time_generate(backend, prompts, sample, warm_up=False)}
+            rows.append(row)
+            rate[shared] = row["answers_per_s"]
+        ratios.append(rate[True] / rate[False])
     backend.shared_prefix = True
     for row in rows:  # decode FLOPs ~ 2 * params per generated token (prefill and attention not counted)
         row["bf16_peak_pct"] = 100 * 2 * params * row["tokens_per_s"] / BF16_PEAK if torch.cuda.is_available() else None
-    return rows
+    median = {shared: statistics.median(r["answers_per_s"] for r in rows if r["mode"].endswith(f"shared_prefix={shared}"))
+              for shared in (False, True)}
+    summary = {"model": label, "rounds": repeats, "plain_answers_per_s_median": median[False],
+               "shared_answers_per_s_median": median[True], "ratio_median": statistics.median(ratios),
+               "ratio_per_round": ", ".join(f"{r:.2f}" for r in ratios)}
+    return rows, summary
 
 
 def print_table(title: str, rows: list[dict]) -> None:
@@ -143,9 +167,10 @@ def judge_savings(records_path: Path, llm_sample: int, device: str, model=None, 
         for answer in r.samples:
             queries["consistency"].append(JudgeQuery("consistency", r.question, answer, (r.greedy_response,), choices))
     match = MatchJudge()
+    keyed = CascadeJudge(match)  # any cascade dedups by its answer_key: the answer text, trimmed
     rows = []
     for task, qs in queries.items():
-        unique = {query_key("llm", q): q for q in qs}
+        unique = {query_key(keyed, q): q for q in qs}
         unsure = [q for q in unique.values() if match.sure(q) is None]
         rows.append({"task": task, "pairs": len(qs), "after_dedup": len(unique), "dedup_saved_pct": 100 * (1 - len(unique) / max(1, len(qs))),
                      "after_cascade": len(unsure), "total_saved_pct": 100 * (1 - len(unsure) / max(1, len(qs)))})
@@ -173,8 +198,11 @@ def main() -> None:
     parser.add_argument("--smollm2", default="smollm2", help="SmolLM2 alias or path to its .gguf file")
     parser.add_argument("--sections", default="smollm2,qwen7b,judges")
     parser.add_argument("--llm-sample", type=int, default=None, help="pairs per task for cascade-vs-LLM agreement")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating plain / shared-prefix rounds")
     parser.add_argument("--json", type=Path, help="also write all rows here")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     full = args.size == "full"
     device = "cuda" if torch.cuda.is_available() else "cpu"
     n, k, max_new = (256, 20, 64) if full else (4, 4, 8)
@@ -191,8 +219,11 @@ def main() -> None:
     if "smollm2" in sections:
         backend = HFBackend(model, tok, batch_size=(64 * k) if full else 16, model_name="smollm2")
         params = sum(p.numel() for p in model.parameters())
-        results["smollm2"] = bench_backend(f"SmolLM2-135M (real, {str(model.dtype)[6:]})", backend, prompts, k, max_new, params)
+        results["smollm2"], summary = bench_backend(f"SmolLM2-135M (real, {str(model.dtype)[6:]})", backend, prompts,
+                                                    k, max_new, params, args.repeats)
+        results["smollm2_ratio"] = [summary]
         print_table("HF backend, SmolLM2-135M-Instruct real weights", results["smollm2"])
+        print_table("Shared-prefix / plain sampling, SmolLM2 (median of alternating rounds)", [summary])
     if "qwen7b" in sections:
         if tok is None:
             sys.path.insert(0, str(ROOT / "tests"))
@@ -203,8 +234,10 @@ def main() -> None:
         params = sum(p.numel() for p in qwen.parameters())
         backend = HFBackend(qwen, tok, batch_size=(32 * k) if full else 16, model_name="qwen2.5-7b-arch-random")
         label = f"Qwen2.5-7B arch, random {str(qwen.dtype)[6:]} ({params / 1e9:.2f}B)" if full else "tiny Qwen2 (random)"
-        results["qwen7b"] = bench_backend(label, backend, prompts[:qwen_n], k, max_new, params)
+        results["qwen7b"], summary = bench_backend(label, backend, prompts[:qwen_n], k, max_new, params, args.repeats)
+        results["qwen7b_ratio"] = [summary]
         print_table("HF backend, Qwen2.5-7B architecture with random weights", results["qwen7b"])
+        print_table("Shared-prefix / plain sampling, Qwen2.5-7B architecture (median of alternating rounds)", [summary])
         del qwen, backend
         torch.cuda.empty_cache() if torch.cuda.is_available() else None
     if "judges" in sections and args.records is not None:

@@ -13,7 +13,14 @@ same run and on the same questions (lengths uniform in [30, 80] tokens):
 
 Model FLOPs: 4*N*T for training, 2*N*T for prediction (N non-embedding parameters, T real tokens).
 Under ``accelerate launch`` the packed training variant runs data-parallel (DDP) and reports both the
-total and the per-GPU rate. The machine and a table of figures are printed last.
+total and the per-GPU rate.
+
+Each variant is warmed up once (allocator, autotuning, compilation); then ``--repeats`` rounds (default
+3) run the authors' recipe and each elical variant in turn, so a drift of the machine (clocks, other
+load) touches both sides of every ratio. Every round's time and ratio is printed; the table gives the
+median rate and the median of the per-round ratios. The machine and the table are printed last.
+
+CPU (small):  python benchmarks/bench_train.py --size tiny --questions 64
 """
 
 from __future__ import annotations
@@ -22,7 +29,10 @@ import argparse
 import math
 import platform
 import random
+import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import torch
@@ -193,6 +203,35 @@ def machine(device: torch.device) -> str:
     return f"CPU {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, {soft}"
 
 
+def compile_switch(model) -> Callable[[bool], None]:
+    """Compile the decoder layers once; the returned switch turns the compiled forward on or off, so the
+    authors' recipe and the uncompiled variants run plain layers between compiled rounds in one process.
+    (``nn.Module.compile`` keeps the compiled forward in ``_compiled_call_impl``; None means eager.)"""
+    model.compile_layers()
+    layers = [m for m in model.modules() if getattr(m, "_compiled_call_impl", None) is not None]
+    compiled = [m._compiled_call_impl for m in layers]
+
+    def switch(on: bool) -> None:
+        for layer, forward in zip(layers, compiled):
+            layer._compiled_call_impl = forward if on else None
+
+    switch(False)
+    return switch
+
+
+@dataclass
+class Variant:
+    """One timed way of doing the work; ``seconds`` holds one entry per round."""
+
+    name: str
+    run: Callable[[], float]
+    flops_per_token: float
+    note: str
+    seconds: list[float] = field(default_factory=list)
+    peak_gib: float = 0.0
+    failure: str = ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=["7b", "smollm2", "tiny"], default=None, help="default: 7b on GPU, tiny on CPU")
@@ -205,9 +244,12 @@ def main() -> None:
     parser.add_argument("--predict-tokens", type=int, default=32768)
     parser.add_argument("--variants", nargs="+", default=["authors", "packed", "compile", "predict"])
     parser.add_argument("--attn", default="sdpa")
-    parser.add_argument("--repeats", type=int, default=2, help="timed passes after one warm-up (best kept)")
-    parser.add_argument("--time-budget", type=float, default=420.0, help="seconds after which variants are skipped")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="rounds after one warm-up; each round runs the authors' recipe and every variant in turn")
+    parser.add_argument("--time-budget", type=float, default=420.0, help="seconds after which no new round starts")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
 
     from accelerate import Accelerator
 
@@ -222,102 +264,109 @@ def main() -> None:
     seqs, targets = make_questions(args.questions, args.min_len, args.max_len, vocab)
     real_tokens = sum(map(len, seqs))
     world = accelerator.num_processes
-    rows: list[tuple[str, float, float, str]] = []
     if world == 1:
         accelerator.print(f"packed vs padded confidences, max |diff| over 32 questions: "
                           f"{check_packing(model, seqs, device):.2e}", flush=True)
 
-    def record(name: str, seconds: float, flops_per_token: float, note: str = "") -> None:
-        if device.type == "cuda":
-            note = f"{note}; peak mem {torch.cuda.max_memory_allocated(device) / 2**30:.0f} GiB".lstrip("; ")
-        qps = len(seqs) / seconds
-        tflops = flops_per_token * real_tokens / seconds / 1e12
-        rows.append((name, qps / world, tflops / world, note))
-        accelerator.print(f"{name}: {seconds:.2f} s, {qps:.1f} q/s total, {qps / world:.1f} q/s per GPU, "
-                          f"{tflops / world:.1f} TFLOP/s per GPU", flush=True)
+    optimizer = _optimizer(model, 5e-5, 0.1)
+    wrapped, optimizer = accelerator.prepare(model, optimizer)
+    base = accelerator.unwrap_model(wrapped)
+    compiled = compile_switch(base) if "compile" in args.variants else (lambda on: None)
 
-    def best_of(fn) -> float:
-        fn()  # warm-up (allocator, autotuning, compilation)
-        return min(fn() for _ in range(args.repeats))
+    def train(compile_on: bool, tokens: int, bs: int) -> Callable[[], float]:
+        def go() -> float:
+            compiled(compile_on)
+            return run_packed(wrapped, optimizer, seqs, targets, accelerator, tokens, bs)
+        return go
 
-    def guarded(name: str, fn) -> float | None:
-        if time.perf_counter() - started > args.time_budget:
-            accelerator.print(f"{name}: skipped (time budget of {args.time_budget:.0f} s spent)")
-            rows.append((name, float("nan"), float("nan"), "skipped: time budget"))
-            return None
+    def authors_train() -> float:
+        compiled(False)
+        return run_authors(base, seqs, targets, device)
+
+    def predict(packed: bool, compile_on: bool) -> Callable[[], float]:
+        def go() -> float:
+            compiled(compile_on)
+            if packed:
+                base.merge_adapter()
+            else:
+                peft_defaults(base, True)
+            try:
+                return run_predict(base, seqs, device, packed, args.predict_tokens)
+            finally:
+                base.net.unmerge_adapter() if packed else peft_defaults(base, False)
+        return go
+
+    train_flops, predict_flops = 4 * n_params, 2 * n_params
+    shapes = [(t, b) for t in args.tokens_per_batch for b in args.batch_size]
+    training = [Variant("authors-like b16", authors_train, train_flops, "pad to longest of 16, accum 8")] \
+        if "authors" in args.variants and world == 1 else []
+    training += [Variant(f"elical packed {t} tok b{b}", train(False, t, b), train_flops, f"{world} process(es)")
+                 for t, b in shapes if "packed" in args.variants]
+    training += [Variant(f"elical packed+compile {t} b{b}", train(True, t, b), train_flops, "decoder layers compiled")
+                 for t, b in shapes if "compile" in args.variants]
+    predicting = []
+    if "predict" in args.variants and world == 1:
+        predicting = [Variant("authors-like predict b16", predict(False, False), predict_flops,
+                              "padded, LoRA unmerged (peft default)"),
+                      Variant(f"elical predict packed {args.predict_tokens}", predict(True, False), predict_flops,
+                              "LoRA merged")]
+        if "compile" in args.variants:
+            predicting.append(Variant(f"elical predict packed+compile {args.predict_tokens}", predict(True, True),
+                                      predict_flops, "LoRA merged"))
+
+    def timed(variant: Variant) -> float | None:
+        """One run of a variant; a failure (OOM, compilation) is recorded and the variant dropped."""
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         try:
-            return best_of(fn)
-        except torch.OutOfMemoryError:
+            seconds = variant.run()
+        except Exception as err:  # noqa: BLE001 - a failed variant must not hide the others' figures
             model.zero_grad(set_to_none=True)
-            accelerator.print(f"{name}: out of memory")
-            rows.append((name, float("nan"), float("nan"), "OOM"))
-        except Exception as err:  # noqa: BLE001 - a failed variant (e.g. compilation) must not hide the others' figures
-            model.zero_grad(set_to_none=True)
-            accelerator.print(f"{name}: failed: {type(err).__name__}: {str(err)[:500]}")
-            rows.append((name, float("nan"), float("nan"), f"failed: {type(err).__name__}"))
+            variant.failure = "OOM" if isinstance(err, torch.OutOfMemoryError) else f"failed: {type(err).__name__}"
+            accelerator.print(f"{variant.name}: {variant.failure}: {str(err)[:500]}")
+            return None
         finally:
             if device.type == "cuda":
+                variant.peak_gib = max(variant.peak_gib, torch.cuda.max_memory_allocated(device) / 2**30)
                 torch.cuda.empty_cache()
-        return None
+        return seconds
 
-    train_flops = 4 * n_params
-    if "authors" in args.variants and world == 1:
-        seconds = guarded("authors-like b16", lambda: run_authors(model, seqs, targets, device))
-        if seconds:
-            record("authors-like b16", seconds, train_flops, "pad to longest of 16, accum 8")
-    optimizer = _optimizer(model, 5e-5, 0.1)
-    wrapped, optimizer = accelerator.prepare(model, optimizer)
-    for tokens in args.tokens_per_batch:
-        for bs in args.batch_size:
-            if "packed" in args.variants:
-                seconds = guarded(f"packed {tokens} b{bs}", lambda t=tokens, b=bs: run_packed(
-                    wrapped, optimizer, seqs, targets, accelerator, t, b))
-                if seconds:
-                    record(f"elical packed {tokens} tok b{bs}", seconds, train_flops, f"{world} process(es)")
-    if "predict" in args.variants and world == 1:
-        base = accelerator.unwrap_model(wrapped)
-        peft_defaults(base, True)
-        seconds = guarded("authors-like predict b16", lambda: run_predict(base, seqs, device, False, 0))
-        peft_defaults(base, False)
-        if seconds:
-            record("authors-like predict b16", seconds, 2 * n_params, "padded, LoRA unmerged (peft default)")
-        base.merge_adapter()
-        seconds = guarded("predict packed", lambda: run_predict(base, seqs, device, True, args.predict_tokens))
-        if seconds:
-            record(f"elical predict packed {args.predict_tokens}", seconds, 2 * n_params, "LoRA merged")
-        base.net.unmerge_adapter()
+    for group in (training, predicting):
+        for variant in group:  # warm-up
+            timed(variant)
+        for round_ in range(1, args.repeats + 1):
+            if time.perf_counter() - started > args.time_budget:
+                accelerator.print(f"round {round_}: skipped (time budget of {args.time_budget:.0f} s spent)")
+                break
+            parts = []
+            for variant in (v for v in group if not v.failure):
+                seconds = timed(variant)
+                if seconds is not None:
+                    variant.seconds.append(seconds)
+                    parts.append(f"{variant.name} {seconds:.2f} s")
+            accelerator.print(f"round {round_}: " + " | ".join(parts), flush=True)
 
-    if "compile" in args.variants:
-        model.compile_layers()
-        for tokens in args.tokens_per_batch:
-            for bs in args.batch_size:
-                seconds = guarded(f"compile {tokens} b{bs}", lambda t=tokens, b=bs: run_packed(
-                    wrapped, optimizer, seqs, targets, accelerator, t, b))
-                if seconds:
-                    record(f"elical packed+compile {tokens} b{bs}", seconds, train_flops, "decoder layers compiled")
-        if "predict" in args.variants and world == 1:
-            base = accelerator.unwrap_model(wrapped)
-            base.merge_adapter()
-            seconds = guarded("predict compiled", lambda: run_predict(base, seqs, device, True, args.predict_tokens))
-            if seconds:
-                record(f"elical predict packed+compile {args.predict_tokens}", seconds, 2 * n_params, "LoRA merged")
-            base.net.unmerge_adapter()
     if accelerator.is_main_process:
-        def baseline(predict: bool) -> float | None:
-            return next((r[1] for r in rows if r[0].startswith("authors") and ("predict" in r[0]) == predict
-                         and not math.isnan(r[1])), None)
-
         print(f"\nmachine: {machine(device)}; processes: {world}; model: {size} ({n_params / 1e9:.2f}B "
               f"non-embedding params), {len(seqs)} questions of {args.min_len}-{args.max_len} tokens "
-              f"({real_tokens} real tokens); peak {PEAK_TFLOPS:.0f} TFLOP/s")
-        print("| variant | q/s per GPU | TFLOP/s per GPU | % of peak | x authors | note |")
-        print("|---|---|---|---|---|---|")
-        for name, qps, tflops, note in rows:
-            authors = baseline("predict" in name)
-            ratio = f"{qps / authors:.2f}" if authors and not math.isnan(qps) else ""
-            print(f"| {name} | {qps:.1f} | {tflops:.1f} | {100 * tflops / PEAK_TFLOPS:.1f} | {ratio} | {note} |")
+              f"({real_tokens} real tokens); peak {PEAK_TFLOPS:.0f} TFLOP/s; {args.repeats} alternating rounds")
+        print("| variant | median q/s per GPU | TFLOP/s per GPU | % of peak | median x authors | x authors per round "
+              "| note |")
+        print("|---|---|---|---|---|---|---|")
+        for group in (training, predicting):
+            authors = group[0] if group and group[0].name.startswith("authors") else None
+            for variant in group:
+                if not variant.seconds:
+                    print(f"| {variant.name} | | | | | | {variant.failure or 'not run: time budget'} |")
+                    continue
+                qps = len(seqs) / statistics.median(variant.seconds) / world
+                tflops = variant.flops_per_token * real_tokens / statistics.median(variant.seconds) / 1e12 / world
+                ratios = ([a / v for a, v in zip(authors.seconds, variant.seconds)]
+                          if authors is not None and authors.seconds and variant is not authors else [])
+                note = variant.note + (f"; peak mem {variant.peak_gib:.0f} GiB" if device.type == "cuda" else "")
+                print(f"| {variant.name} | {qps:.1f} | {tflops:.1f} | {100 * tflops / PEAK_TFLOPS:.1f} | "
+                      f"{f'{statistics.median(ratios):.2f}' if ratios else ''} | "
+                      f"{', '.join(f'{r:.2f}' for r in ratios)} | {note} |")
 
 
 if __name__ == "__main__":

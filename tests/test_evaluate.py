@@ -114,7 +114,7 @@ def test_cli_evaluate_end_to_end_on_real_questions(real_record_files, tmp_path):
                       [0.1 + 0.8 * r.greedy_correct for r in records], "Oracle")
     out = tmp_path / "eval"
     result = CliRunner().invoke(app, ["evaluate", str(real_record_files), "-p", str(tmp_path / "oracle.parquet"),
-                                      "--out", str(out), "--resamples", "50"])
+                                      "--out", str(out), "--resamples", "50", "--compare", "Oracle:Prob"])
     assert result.exit_code == 0, result.output
     assert "AUROC x100" in result.output and "Oracle" in result.output
     table = pd.read_csv(out / "metrics.csv")
@@ -130,6 +130,12 @@ def test_cli_evaluate_end_to_end_on_real_questions(real_record_files, tmp_path):
     assert all((out / "figures" / name).stat().st_size > 5000 for name in figures)
     provenance = json.loads((out / "evaluation.json").read_text())
     assert provenance["config"]["n_resamples"] == 50 and provenance["versions"]["numpy"]
+    differences = pd.read_csv(out / "differences.csv")
+    oracle = differences[(differences.method_a == "Oracle") & (differences.dataset == AVERAGE)
+                         & (differences.metric == "auroc")]
+    assert set(oracle.group) == {"in-domain", "ood"} and (oracle["diff"] > 0).all() and oracle.excludes_zero.all()
+    assert set(oracle.comparison) == {"Oracle - Prob", "Oracle - best training-free"}
+    assert "## Differences (paired bootstrap" in markdown and "Oracle above " in markdown
 
 
 def test_cli_evaluate_bad_input_is_one_clear_line(tmp_path):
@@ -147,6 +153,17 @@ def test_tiny_datasets_get_nan_alignment_instead_of_an_error(n):
     table = evaluate(records, config=EvalConfig(methods=["Consis-Sem"], n_resamples=10)).table
     alignment = value(table, "Consis-Sem", "nq", "alignment")
     assert np.isnan(alignment) if n < 3 else 0 <= alignment <= 1
+
+
+def test_paper_convention_in_evaluate_gives_the_paper_point_values(toy_records):
+    config = EvalConfig(methods=["Consis-Sem"], n_resamples=20, convention="paper")
+    table = evaluate(toy_records, config=config).table
+    hq = [r for r in toy_records if r.dataset == "hq"]
+    conf, correct = [np.mean(r.sample_consistent) for r in hq], [r.greedy_correct for r in hq]
+    assert value(table, "Consis-Sem", "hq", "ece@10-uniform-paper") == metrics.ece(conf, correct, convention="paper")
+    assert value(table, "Consis-Sem", "hq", "alignment") == metrics.alignment(conf, correct, convention="paper").mean
+    tiny = synthetic_records(toy_questions(3, "t"), "nq", seed=5)  # the paper's rule scores any n (threshold 0.5)
+    assert np.isfinite(value(evaluate(tiny, config=config).table, "Consis-Sem", "nq", "alignment"))
 
 
 def test_figures_leave_the_callers_matplotlib_backend_alone(tmp_path):

@@ -163,6 +163,7 @@ def test_cli_stops_on_records_without_samples(tiny_tokenizer, tmp_path):
     from elical.cli import app
 
     write_records([Record("Q?", ["a"], greedy_response="a", greedy_correct=1)], tmp_path / "bare.jsonl")
+    (tmp_path / "never-loaded").mkdir()  # a model folder, so the records are what stops the command
     result = CliRunner().invoke(app, ["honesty-tune", str(tmp_path / "bare.jsonl"), "--out", str(tmp_path / "run"),
                                       "--model", str(tmp_path / "never-loaded")])
     assert result.exit_code == 2

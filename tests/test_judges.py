@@ -1,20 +1,25 @@
-"""Judges on hand-made pairs: SQuAD normalization traps, MMLU letters (authors' defect 5), the LLM
-judge decided by reply likelihood, the cascade, dedup and the on-disk cache."""
+"""Judges on hand-made pairs: normalization traps, MMLU letters (authors' defect 5), the paper's
+has_answer, answer cores for consistency, the LLM judge decided by reply likelihood, the cascade,
+dedup and the on-disk cache. The labelled pair files are scored in test_judge_check.py."""
 
 from __future__ import annotations
 
 import pytest
 
+from elical.annotate.consistency import compare_answers, first_sentence
 from elical.annotate.judges import (
     CachedJudge,
     CascadeJudge,
+    ExactJudge,
     Judge,
     JudgeCache,
     JudgeQuery,
     MatchJudge,
     extract_choice,
-    normalize,
+    query_key,
 )
+from elical.annotate.paper_judge import PaperJudge, has_answer, paper_normalize
+from elical.annotate.text import normalize
 
 MATCH = MatchJudge()
 CHOICES = ("0", "1", "2", "3")
@@ -30,7 +35,20 @@ def consistent(a: str, b: str, choices=None) -> bool:
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("The Beatles!", "beatles"), ("  An   apple, a day. ", "apple day"), ("U.S.A.", "usa"), ("A", "a"), ("the", "the"), ("...", "")],
+    [
+        ("The Beatles!", "the beatles"),
+        ("  An   apple, a day. ", "an apple a day"),
+        ("U.S.A.", "usa"),
+        ("U. S. Army", "us army"),
+        ("Jean-Paul Sartre", "jean paul sartre"),
+        ("Pi is 3.14.", "pi is 3.14"),
+        ("3,000 BC", "3000 bc"),
+        ("Zu\u0308rich", "zurich"),
+        ("\uff11\uff19\uff14\uff15", "1945"),
+        ("A", "a"),
+        ("the", "the"),
+        ("...", ""),
+    ],
 )
 def test_normalize(text, expected):
     assert normalize(text) == expected
@@ -53,6 +71,83 @@ def test_normalize(text, expected):
 )
 def test_match_correctness(answer, gold, expected):
     assert correct(answer, *gold) is expected
+
+
+@pytest.mark.parametrize(
+    "answer, gold, expected",
+    [
+        # letters inside an alias name the entity: never dropped as articles
+        ("Vitamin D", "Vitamin A", False),
+        ("Hepatitis B", "Hepatitis A", False),
+        ("They got a grade B", "grade A", False),
+        ("It is vitamin A.", "Vitamin A", True),
+        ("Netherlands", "The Netherlands", True),  # a leading article is not part of the name
+        # punctuation separates words; decimal points stay
+        ("Jean Paul Sartre", "Jean-Paul Sartre", True),
+        ("J. K. Rowling", "J.K. Rowling", True),
+        ("JK Rowling", "J. K. Rowling", True),
+        ("31.4", "3.14", False),
+        ("About 3.14.", "3.14", True),
+        ("2,500 people", "2500", True),
+        # abbreviations are not the lower-case words they spell
+        ("Tell us more", "U.S.", False),
+        ("Who knows?", "WHO", False),
+        ("It was made in the US.", "U.S.", True),
+        ("the U. S. Army", "U.S.", True),
+        # Unicode: decomposed, accents, full width
+        ("Zu\u0308rich", "Zürich", True),
+        ("Beyonce", "Beyoncé", True),
+        ("\uff11\uff19\uff14\uff15", "1945", True),
+    ],
+)
+def test_match_issue_categories(answer, gold, expected):
+    assert correct(answer, gold) is expected
+
+
+def test_exact_judge_needs_the_whole_answer():
+    exact = ExactJudge()
+    queries = [
+        JudgeQuery("correctness", "q", "The Beatles", ("Beatles",)),
+        JudgeQuery("correctness", "q", "It was the Beatles", ("Beatles",)),
+        JudgeQuery("consistency", "q", "J.K. Rowling", ("JK Rowling",)),
+        JudgeQuery("correctness", "q", "B. 1", ("B",), CHOICES),
+    ]
+    assert exact.judge_batch(queries) == [True, False, True, True]
+
+
+@pytest.mark.parametrize(
+    "gold, text, expected",
+    [
+        (["Vitamin A"], "Vitamin D", True),  # articles removed inside the alias: "vitamin"
+        (["A"], "anything at all", True),  # an alias that normalizes to nothing matches everything
+        (["A"], "", True),
+        (["the"], "Paris", True),
+        (["Jean-Paul Sartre"], "Jean Paul Sartre", True),  # punctuation becomes a space
+        (["J.K. Rowling"], "J. K. Rowling", True),
+        (["U.S."], "Tell us more", False),  # "u s" is two tokens
+        (["3.14"], "31.4", False),
+        (["Zürich"], "Zu\u0308rich", True),  # NFD on both sides
+        (["Beyoncé"], "Beyonce", False),  # accents are kept (as combining marks)
+        (["1945"], "\uff11\uff19\uff14\uff15", False),  # no compatibility normalization
+        (["Paris"], "", False),
+        (["Paris", "Lyon"], "It is Lyon.", True),
+    ],
+)
+def test_paper_has_answer(gold, text, expected):
+    assert has_answer(gold, text) is expected
+
+
+def test_paper_judge_labels_as_the_authors_did():
+    judge = PaperJudge()
+    queries = [
+        JudgeQuery("correctness", "q", "I am not sure.", ("A",), CHOICES),  # authors' defect 5, kept
+        JudgeQuery("correctness", "q", "The capital is Paris.", ("Paris",)),
+        JudgeQuery("correctness", "q", "Hepatitis B", ("Hepatitis A",)),
+    ]
+    assert judge.judge_batch(queries) == [True, True, True]
+    assert paper_normalize("The U.S. Army") == "u s army"
+    with pytest.raises(ValueError, match="correctness only"):
+        judge.judge_batch([JudgeQuery("consistency", "q", "Paris", ("Paris",))])
 
 
 def test_letter_a_does_not_match_everything():
@@ -90,6 +185,41 @@ def test_match_consistency():
     assert not consistent("The", "A")
 
 
+@pytest.mark.parametrize(
+    "question, a, b, decision",
+    [
+        ("What is the capital of Burundi?", "Gitega", "The capital of Burundi is Gitega.", True),
+        ("What is the capital of France?", "France", "The capital of France is Paris.", False),  # a fragment
+        ("Which country is Kumasi in?", "Kumasi is in Nigeria.", "Kumasi is in Ghana.", None),  # left to a model
+        ("In what year did the war end?", "It ended in 1944.", "The war ended in 1945.", False),
+        ("Which came first, Blind Shaft or Fu Manchu?", "Blind Shaft", "Blind Shaft came first.", True),
+        ("What is the capital of Russia?", "The capital of Russia is Moscow. It is big.", "Moscow. Or Kazan.", True),
+        ("What is the capital of Russia?", "Moscow", "I don't know.", None),
+    ],
+)
+def test_compare_answers(question, a, b, decision):
+    assert compare_answers(question, a, b).decision is decision
+
+
+def test_compare_answers_leaves_only_the_differing_words():
+    found = compare_answers("Which country is Kumasi in?", "Kumasi is located in Nigeria.", "It is located in Ghana.")
+    assert (found.left, found.right) == ("nigeria", "ghana")
+
+
+@pytest.mark.parametrize(
+    "text, first",
+    [
+        ("The capital is Bucharest. \n\nThe answer is: X.", "The capital is Bucharest."),
+        ("Brown, Shipley & Co. is in London. It is old.", "Brown, Shipley & Co. is in London."),
+        ("He served in the U.S. Army. Then he left.", "He served in the U.S. Army."),
+        ("Paris\nBerlin", "Paris"),
+        ("Toronto is in Canada", "Toronto is in Canada"),
+    ],
+)
+def test_first_sentence(text, first):
+    assert first_sentence(text) == first
+
+
 class CountingJudge(Judge):
     """A real (if simple) judge that counts how often it is asked: consistency = same first word."""
 
@@ -106,7 +236,7 @@ class CountingJudge(Judge):
 def test_dedup_and_disk_cache(tmp_path):
     inner = CountingJudge()
     judge = CachedJudge(inner, JudgeCache(tmp_path / "cache.sqlite"))
-    queries = [JudgeQuery("consistency", "q", a, ("Paris is nice",)) for a in ["Paris!", "paris", "The Paris", "Berlin", "berlin."]]
+    queries = [JudgeQuery("consistency", "q", a, ("Paris is nice",)) for a in ["Paris", "Paris", " Paris ", "Berlin", "Berlin"]]
     assert judge.judge_batch(queries) == [True, True, True, False, False]
     assert inner.calls == 2 and judge.stats.dedup_saved == 3
     again = CachedJudge(inner, JudgeCache(tmp_path / "cache.sqlite"))  # a rerun: everything from disk
@@ -115,6 +245,38 @@ def test_dedup_and_disk_cache(tmp_path):
     other_question = [JudgeQuery("consistency", "another q", "Paris", ("Paris is nice",))]
     again.judge_batch(other_question)
     assert inner.calls == 3  # the key includes the question
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [("Vitamin A", "Vitamin D"), ("Tell us more", "Tell U.S. more"), ("31.4", "3.14"), ("a minor", "A minor")],
+)
+def test_dedup_keeps_apart_what_the_rules_tell_apart(a, b):
+    def key(judge, answer):
+        return query_key(judge, JudgeQuery("correctness", "q", answer, ("x",)))
+
+    assert key(MatchJudge(), a) != key(MatchJudge(), b)
+    assert key(MatchJudge(), "Paris!") == key(MatchJudge(), "Paris")
+    assert key(PaperJudge(), "Beyoncé") != key(PaperJudge(), "Beyonce")  # the paper judge keeps accents
+
+
+def test_consistency_keys_keep_the_sentences_apart():
+    """Consistency reads the first sentence: "Paris. Berlin." and "Paris Berlin" are different answers."""
+    def key(answer):
+        return query_key(MatchJudge(), JudgeQuery("consistency", "q", answer, ("Paris",)))
+
+    assert key("Paris. Berlin is big.") != key("Paris, Berlin is big.")
+    judge = CachedJudge(MatchJudge())
+    queries = [JudgeQuery("consistency", "Capital?", a, ("Paris",)) for a in ["Berlin. Paris is big.", "Berlin, Paris"]]
+    assert judge.judge_batch(queries) == [False, True]
+
+
+def test_cache_key_names_the_judge_and_its_version(tmp_path):
+    cache = JudgeCache(tmp_path / "cache.sqlite")
+    query = [JudgeQuery("correctness", "q", "Vitamin D", ("Vitamin A",))]
+    assert CachedJudge(PaperJudge(), cache).judge_batch(query) == [True]
+    assert CachedJudge(MatchJudge(), cache).judge_batch(query) == [False]  # not the paper judge's label
+    assert "@" in MatchJudge.name and "@" in ExactJudge.name
 
 
 def test_cascade_sends_only_unsure_pairs_to_the_fallback():

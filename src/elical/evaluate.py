@@ -3,8 +3,9 @@
 The output is a long table with the columns ``method, dataset, group, metric, value, ci_low,
 ci_high``. Dataset groups (in-domain, OOD, multiple-choice) are averages weighted by the number of
 scored questions per dataset; their intervals come from averaging the per-dataset bootstrap
-replicates with the same weights. Every method is resampled with the same bootstrap weights on a
-dataset, so the intervals of two methods are paired.
+replicates with the same weights. Every method is resampled with the same bootstrap weights over a
+dataset's questions (a method's missing scores drop out of its share), so the replicates of two
+methods are paired: ``Evaluation.draws`` keeps them for :mod:`elical.differences`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class EvalConfig:
     alignment_fraction: float = 0.2
     convention: metrics.Convention = "elical"
     groups: dict[str, str] = field(default_factory=dict)  # dataset -> group overrides
+    compare: list[tuple[str, str]] = field(default_factory=list)  # (A, B): report A - B with a paired interval
 
     def __post_init__(self) -> None:
         choices = {"ece_strategy": ("uniform", "quantile"), "convention": ("elical", "paper")}
@@ -75,16 +77,22 @@ class MethodScores:
     confidence: np.ndarray
     correct: np.ndarray
     missing: int
+    index: np.ndarray  # positions of the scored questions among the dataset's questions (for paired resampling)
+
+
+Draws = dict[str, tuple[float, np.ndarray]]  # metric -> (point value, bootstrap replicates)
 
 
 @dataclass
 class Evaluation:
-    """The metrics table plus what produced it and what was left out."""
+    """The metrics table plus what produced it, what was left out, and the paired bootstrap draws."""
 
     table: pd.DataFrame
     scores: dict[str, dict[str, MethodScores]]
     config: EvalConfig
     notes: list[str]
+    baselines: list[str]  # the training-free methods (scored from the records, not from prediction files)
+    draws: dict[tuple[str, str, str], Draws]  # (method, group, dataset or AVERAGE) -> per-metric draws
 
     def to_config_dict(self) -> dict:
         return {"config": asdict(self.config), "notes": self.notes}
@@ -92,8 +100,9 @@ class Evaluation:
 
 def collect_scores(
     records: Sequence[Record], predictions: Sequence[Predictions], config: EvalConfig
-) -> tuple[dict[str, dict[str, MethodScores]], list[str]]:
-    """Confidences of every method, split by dataset; checks inputs before scoring anything."""
+) -> tuple[dict[str, dict[str, MethodScores]], list[str], list[str]]:
+    """Confidences of every method split by dataset, notes, and the training-free method names;
+    checks inputs before scoring anything."""
     notes: list[str] = []
     failed = [r for r in records if r.failed]
     if failed:
@@ -143,8 +152,9 @@ def collect_scores(
             missing = int(in_dataset.sum() - valid.sum())
             if missing and method in baseline_scores:
                 notes.append(f"{method} on {dataset}: {missing} record(s) gave no usable score (counted as missing)")
-            out[method][dataset] = MethodScores(values[valid], correct[valid], missing)
-    return out, notes
+            index = np.flatnonzero(np.isfinite(values[in_dataset]))
+            out[method][dataset] = MethodScores(values[valid], correct[valid], missing, index)
+    return out, notes, list(baseline_scores)
 
 
 def _seed_for(config: EvalConfig, dataset: str) -> int:
@@ -153,32 +163,34 @@ def _seed_for(config: EvalConfig, dataset: str) -> int:
 
 
 class _Resampler:
-    """Bootstrap weights and alignment splits per (dataset, size), shared by all methods."""
+    """Bootstrap weights and alignment splits over each dataset's questions, shared by all methods."""
 
-    def __init__(self, config: EvalConfig):
+    def __init__(self, config: EvalConfig, sizes: dict[str, int]):
         self.config = config
-        self._weights: dict[tuple[str, int], np.ndarray] = {}
-        self._splits: dict[tuple[str, int], np.ndarray] = {}
+        self.sizes = sizes  # questions per dataset, scored by any method
+        self._weights: dict[str, np.ndarray] = {}
+        self._splits: dict[str, np.ndarray] = {}
 
-    def weights(self, dataset: str, n: int) -> np.ndarray:
-        key = (dataset, n)
-        if key not in self._weights:
-            self._weights[key] = metrics.bootstrap_weights(n, self.config.n_resamples, _seed_for(self.config, dataset))
-        return self._weights[key]
+    def weights(self, dataset: str, index: np.ndarray) -> np.ndarray:
+        """Resampling counts of the questions at ``index`` (the same draws for every method)."""
+        if dataset not in self._weights:
+            self._weights[dataset] = metrics.bootstrap_weights(
+                self.sizes[dataset], self.config.n_resamples, _seed_for(self.config, dataset))
+        return self._weights[dataset][:, index]
 
-    def splits(self, dataset: str, n: int) -> np.ndarray:
-        key = (dataset, n)
-        if key not in self._splits:
+    def splits(self, dataset: str, index: np.ndarray) -> np.ndarray:
+        """Each resample's threshold-selection split, restricted to the questions at ``index``."""
+        if dataset not in self._splits:
             seed = _seed_for(self.config, dataset) + 1
-            self._splits[key] = metrics.calibration_masks(
-                n, self.config.n_resamples, seed, self.config.alignment_fraction, "elical"
+            self._splits[dataset] = metrics.calibration_masks(
+                self.sizes[dataset], self.config.n_resamples, seed, self.config.alignment_fraction, "elical"
             )
-        return self._splits[key]
+        return self._splits[dataset][:, index]
 
 
-def _can_split(n: int, fraction: float) -> bool:
-    """Whether n questions leave at least one on each side of the threshold split."""
-    return 1 <= round(fraction * n) < n
+def _can_split(n: int, config: EvalConfig) -> bool:
+    """Whether n questions can be scored for alignment (the paper's rule takes any n >= 1)."""
+    return n >= 1 if config.convention == "paper" else 1 <= round(config.alignment_fraction * n) < n
 
 
 def _dataset_metrics(
@@ -190,7 +202,7 @@ def _dataset_metrics(
     nan = (math.nan, np.full(config.n_resamples, math.nan))
     if n == 0:
         return {"auroc": nan, config.ece_name: nan, "brier": nan, "alignment": nan}
-    weights = resampler.weights(dataset, n)
+    weights = resampler.weights(dataset, scores.index)
     single_class = y.min() == y.max()
     unit = conf.min() >= 0 and conf.max() <= 1
     result: dict[str, tuple[float, np.ndarray]] = {}
@@ -206,12 +218,14 @@ def _dataset_metrics(
         result["brier"] = (metrics.brier(conf, y), metrics.metric_replicates("brier", conf, y, weights))
     else:  # e.g. raw log-probabilities: rankable, but not probabilities
         result[config.ece_name] = result["brier"] = nan
-    if _can_split(n, config.alignment_fraction):
+    if _can_split(n, config):
         point = metrics.alignment(
             conf, y, config.alignment_repeats, config.seed, config.alignment_fraction, config.convention
         ).mean
-        splits = resampler.splits(dataset, n)
-        result["alignment"] = (point, metrics.metric_replicates("alignment", conf, y, weights, calibration=splits))
+        splits = None if config.convention == "paper" else resampler.splits(dataset, scores.index)
+        result["alignment"] = (point, metrics.metric_replicates(
+            "alignment", conf, y, weights, calibration=splits, convention=config.convention,
+            calibration_fraction=config.alignment_fraction))
     else:  # too few questions to choose a threshold on some and score it on the rest
         result["alignment"] = nan
     return result
@@ -230,14 +244,20 @@ def evaluate(
 ) -> Evaluation:
     """Score every method on every dataset and group; returns the long metrics table."""
     config = config or EvalConfig()
-    scores, notes = collect_scores(records, predictions, config)
-    resampler = _Resampler(config)
+    scores, notes, baselines = collect_scores(records, predictions, config)
+    unknown = sorted({m for pair in config.compare for m in pair} - set(scores))
+    if unknown:
+        raise ValueError(f"cannot compare {', '.join(unknown)}: not evaluated (methods: {', '.join(scores)})")
+    sizes = {dataset: s.missing + s.confidence.size for by_dataset in scores.values() for dataset, s in by_dataset.items()}
+    resampler = _Resampler(config, sizes)
     rows: list[dict] = []
+    draws: dict[tuple[str, str, str], Draws] = {}
     for method, by_dataset in scores.items():
         per_group: dict[str, list[tuple[int, dict[str, tuple[float, np.ndarray]]]]] = {}
         for dataset, dataset_scores in by_dataset.items():
             group = config.group_of(dataset)
             values = _dataset_metrics(dataset_scores, dataset, config, resampler)
+            draws[(method, group, dataset)] = values
             per_group.setdefault(group, []).append((dataset_scores.confidence.size, values))
             for metric, (point, replicates) in values.items():
                 low, high = metrics.percentile_interval(replicates, config.level)
@@ -248,12 +268,15 @@ def evaluate(
             rows.append(dict(method=method, dataset=dataset, group=group, metric="missing",
                              value=float(dataset_scores.missing), ci_low=math.nan, ci_high=math.nan))
         for group, members in per_group.items():
-            sizes = np.array([size for size, _ in members], dtype=float)
+            weights = np.array([size for size, _ in members], dtype=float)
+            average: Draws = {}
             for metric in members[0][1]:
                 points = np.array([values[metric][0] for _, values in members])
-                replicates = np.stack([values[metric][1] for _, values in members])
-                low, high = metrics.percentile_interval(_weighted_average(replicates, sizes), config.level)
+                replicates = _weighted_average(np.stack([values[metric][1] for _, values in members]), weights)
+                average[metric] = (float(_weighted_average(points, weights)), replicates)
+                low, high = metrics.percentile_interval(replicates, config.level)
                 rows.append(dict(method=method, dataset=AVERAGE, group=group, metric=metric,
-                                 value=float(_weighted_average(points, sizes)), ci_low=low, ci_high=high))
+                                 value=average[metric][0], ci_low=low, ci_high=high))
+            draws[(method, group, AVERAGE)] = average
     table = pd.DataFrame(rows, columns=COLUMNS)
-    return Evaluation(table=table, scores=scores, config=config, notes=notes)
+    return Evaluation(table=table, scores=scores, config=config, notes=notes, baselines=baselines, draws=draws)

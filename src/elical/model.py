@@ -202,6 +202,9 @@ class ConfidenceModel(nn.Module):
         if not config_file.exists():
             raise FileNotFoundError(f"{config_file} not found: {path} is not a saved elical model folder")
         config = ModelConfig.from_dict(json.loads(config_file.read_text())["model"])
+        weights = path / ("adapter_model.safetensors" if config.lora else HEAD_WEIGHTS_NAME)
+        if not weights.exists():  # elical saves safetensors only; a pickled adapter_model.bin is not loaded
+            raise FileNotFoundError(f"{weights} not found: {path} holds no elical model weights (safetensors)")
         if base_model:
             config.base_model = base_model
         classifier, tokenizer = load_backbone(config, device)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,37 +60,56 @@ def write_predictions(
 
 
 def read_predictions(path: str | os.PathLike) -> Predictions:
-    """Read a prediction file, checking ids are unique and confidences lie in [0, 1]."""
+    """Read a prediction file, checking ids are present and unique and confidences are numbers in [0, 1];
+    a bad file or row is a RecordError naming the file and row."""
     import pandas as pd
 
     path = Path(path)
     method, meta = path.stem, {}
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(path)
-        schema_meta = table.schema.metadata or {}
-        method = schema_meta.get(b"elical.method", method.encode()).decode()
-        meta = json.loads(schema_meta.get(b"elical.meta", b"{}"))
-        frame = table.to_pandas()
-    elif path.suffix == ".csv":
-        frame = pd.read_csv(path)
-    elif path.suffix == ".jsonl":
-        frame = pd.read_json(path, lines=True)
-    else:
+    if path.suffix not in (".parquet", ".csv", ".jsonl"):
         raise RecordError(path, None, None, "unknown prediction format (use .parquet, .csv or .jsonl)")
+    if not path.is_file():
+        raise FileNotFoundError(f"prediction file not found: {path}")
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+            schema_meta = table.schema.metadata or {}
+            method = schema_meta.get(b"elical.method", method.encode()).decode()
+            meta = json.loads(schema_meta.get(b"elical.meta", b"{}"))
+            frame = table.to_pandas()
+        elif path.suffix == ".csv":
+            frame = pd.read_csv(path, dtype={"id": str})
+        else:
+            frame = pd.read_json(path, lines=True, dtype={"id": str})
+    except (OSError, ValueError) as err:  # UnicodeDecodeError, pandas and pyarrow parse errors
+        reason = " ".join(str(err).split())[:200]
+        raise RecordError(path, None, None, f"not a readable {path.suffix[1:]} file ({reason})") from None
     for column in ("id", "confidence"):
         if column not in frame.columns:
             raise RecordError(path, None, column, f"missing column; found {list(frame.columns)}")
     if "method" in frame.columns and len(frame):
         method = str(frame["method"].iloc[0])
-    ids = frame["id"].astype(str).tolist()
-    values = frame["confidence"].astype(float).tolist()
+    first_row = 2 if path.suffix == ".csv" else 1  # a CSV's row 1 is its header
+    values = pd.to_numeric(frame["confidence"], errors="coerce").astype(float).tolist()
     seen: set[str] = set()
-    for row, (rid, value) in enumerate(zip(ids, values), start=2 if path.suffix == ".csv" else 1):
-        if rid in seen:
-            raise RecordError(path, row, "id", f"duplicate id {rid!r}")
-        seen.add(rid)
+    for row, (rid, raw, value) in enumerate(zip(frame["id"], frame["confidence"], values), start=first_row):
+        if pd.isna(rid) or str(rid) == "":
+            raise RecordError(path, row, "id", "missing id")
+        if str(rid) in seen:
+            raise RecordError(path, row, "id", f"duplicate id {str(rid)!r}")
+        seen.add(str(rid))
         if math.isnan(value) or not 0.0 <= value <= 1.0:
-            raise RecordError(path, row, "confidence", f"expected a number in [0, 1], got {value!r}")
-    return Predictions(method=method, confidence=dict(zip(ids, values)), meta=meta)
+            raise RecordError(path, row, "confidence", f"expected a number in [0, 1], got {raw!r}")
+    return Predictions(method=method, confidence=dict(zip(map(str, frame["id"]), values)), meta=meta)
+
+
+def unmatched_note(predictions: Predictions, record_ids: Collection[str]) -> str | None:
+    """A note when some prediction ids match no record (predictions of other questions are ignored)."""
+    ids = set(record_ids)
+    unmatched = sum(1 for rid in predictions.confidence if rid not in ids)
+    if not unmatched:
+        return None
+    return (f"{predictions.method}: {unmatched} of {len(predictions.confidence)} prediction id(s) match no record "
+            "(ignored; predictions of other questions or files?)")

@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any
 
+from elical.redact import redact
+
 _PACKAGES = ("elical", "numpy", "pandas", "scikit-learn", "torch", "transformers", "peft", "accelerate")
 
 
@@ -24,5 +26,5 @@ def provenance() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(sys.argv),
+        "command": redact(" ".join(sys.argv)),  # a URL on the command line may carry a password
     }

@@ -5,15 +5,16 @@ from elical.annotate.config import AnnotateConfig, JudgeConfig
 from elical.annotate.judges import (
     CachedJudge,
     CascadeJudge,
+    ExactJudge,
     Judge,
     JudgeCache,
     JudgeQuery,
     MatchJudge,
-    normalize,
 )
 from elical.annotate.merge import MergeError, merge_shards
 from elical.annotate.pipeline import Judges, annotate, annotate_batch
 from elical.annotate.prompts import PromptConfig, qa_prompt, verbal_prompt
+from elical.annotate.text import normalize
 
 __all__ = [
     "GREEDY",
@@ -21,6 +22,7 @@ __all__ = [
     "Backend",
     "CachedJudge",
     "CascadeJudge",
+    "ExactJudge",
     "Generation",
     "GenerationSettings",
     "Judge",

@@ -2,27 +2,49 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import re
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from elical.annotate.backends.base import GenerationSettings
+from elical.annotate.consistency import ANSWER_THRESHOLD
 from elical.annotate.prompts import PromptConfig
 from elical.data.items import parse_shard
+from elical.inputs import Device
+from elical.records.record import verbal_kind
+from elical.redact import MASK, redact
 from elical.yaml_config import YamlConfig
 
-JudgeKind = Literal["match", "embedding", "llm", "cascade"]
+CorrectnessJudgeKind = Literal["match", "exact", "paper", "embedding", "llm", "cascade"]
+ConsistencyJudgeKind = Literal["answer", "match", "exact", "embedding", "llm", "cascade"]
+# Settings of how, not what, is annotated (a rerun may change them and resume): where the model runs
+# (device, server address and key), speed (batch_size, shared_prefix, chunk_size, concurrency), timeouts,
+# retries and the shard index.
+RESUMABLE = {"device", "base_url", "api_key_env", "batch_size", "shared_prefix", "chunk_size", "concurrency",
+             "connect_timeout", "read_timeout", "retries", "shard"}
+RESUMABLE_JUDGE = {"batch_size", "cache"}
 
 
 class JudgeConfig(BaseModel):
-    """Which judge decides correctness and consistency, and its settings."""
+    """Which judge decides correctness and consistency, and its settings.
 
-    correctness: JudgeKind = "match"
-    consistency: JudgeKind = "match"
+    Correctness: ``match`` (alias containment, DPR ``has_answer`` style, without its flaws), ``exact``,
+    ``paper`` (the authors' ``has_answer``, flaws included), ``embedding``, ``llm``, ``cascade``
+    (match, then the LLM). Consistency: ``answer`` (answer cores: rules, then embeddings of what
+    differs; measured best offline), ``match`` (the rules alone), ``exact``, ``embedding``, ``llm``,
+    ``cascade``. ``elical judge-check`` measures them on labelled pairs.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    correctness: CorrectnessJudgeKind = "match"
+    consistency: ConsistencyJudgeKind = "answer"
     llm_model: str | None = None  # judge model for `llm`/`cascade` (path, alias); None = the answering model
-    embedding_model: str | None = None  # None = the packaged all-MiniLM-L6-v2
-    embedding_threshold: float = 0.8
-    batch_size: int = 32
+    embedding_model: str | None = None  # None = the packaged all-MiniLM-L6-v2 (`embedding` and `answer`)
+    embedding_threshold: float = Field(0.8, ge=0.0, le=1.0)  # `embedding`: cosine of the whole texts
+    answer_threshold: float = Field(ANSWER_THRESHOLD, ge=0.0, le=1.0)  # `answer`: cosine of what differs
+    batch_size: int = Field(32, ge=1)
     cache: bool = True  # cache judgements on disk (out_dir/judge_cache.sqlite)
 
 
@@ -35,31 +57,78 @@ class AnnotateConfig(YamlConfig):
 
     model: str = "smollm2"
     backend: Literal["hf", "openai", "vllm"] = "hf"
-    base_url: str | None = None  # openai backend: e.g. http://127.0.0.1:8000/v1
+    base_url: str | None = None  # openai backend: e.g. http://127.0.0.1:8000/v1 (user:password@ is redacted when saved)
+    # openai backend: the environment variable holding the API key (None: OPENAI_API_KEY when set); never the key
+    api_key_env: str | None = None
+    concurrency: int = Field(8, ge=1)  # openai backend: requests in flight
+    connect_timeout: float = Field(10.0, gt=0)  # openai backend: seconds to connect
+    read_timeout: float = Field(120.0, gt=0)  # openai backend: seconds to wait for an answer
     dtype: str = "auto"
-    device: str = "auto"
+    device: Device = "auto"
     k: int = Field(20, ge=0)
-    temperature: float = 1.0
-    top_p: float = 0.95
-    top_k: int = 50
-    max_new_tokens: int = 64
-    repetition_penalty: float = 1.0
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(0.95, gt=0, le=1)
+    top_k: int = Field(50, ge=0)
+    max_new_tokens: int = Field(64, ge=1)
+    repetition_penalty: float = Field(1.0, gt=0)
     seed: int = 0
-    batch_size: int = 64  # sequences per generate call (HF); prompts per call = batch_size // k
+    batch_size: int = Field(64, ge=1)  # sequences per generate call (HF); prompts per call = batch_size // k
     shared_prefix: bool = True
-    chunk_size: int = 256  # questions per output shard file
-    retries: int = 2
+    chunk_size: int = Field(256, ge=1)  # questions per output shard file
+    retries: int = Field(2, ge=0)
     shard: str = "0/1"
-    verbal: list[Literal["verbal0", "verbal10"]] = Field(default_factory=list)
+    verbal: list[Literal["verbal-0", "verbal-10"]] = Field(
+        default_factory=list, description="verbalized-confidence prompts to ask (verbal-0, verbal-10; 'verbal0' also accepted)")
     verbal_examples: str | None = None  # records file of a split that is NOT evaluated (for Verbal-10)
     prompts: PromptConfig = Field(default_factory=PromptConfig)
     judges: JudgeConfig = Field(default_factory=JudgeConfig)
+
+    @field_validator("verbal", mode="before")
+    @classmethod
+    def _canonical_verbal(cls, value: object) -> object:
+        """Store each kind under the key the Verbal-0/10 estimators read."""
+        return [verbal_kind(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) else value
 
     @field_validator("shard")
     @classmethod
     def _check_shard(cls, value: str) -> str:
         parse_shard(value)
         return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _names_a_variable(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+            raise ValueError("expected the name of an environment variable (letters, digits, '_'), never the key itself")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("expected an http:// or https:// address, e.g. http://127.0.0.1:8000/v1")
+        if value is not None and MASK in value:
+            raise ValueError("holds a redacted credential (a saved config never keeps one): give the real address, "
+                             "or the key in OPENAI_API_KEY")
+        return value
+
+    @model_validator(mode="after")
+    def _server_backend_has_url(self) -> AnnotateConfig:
+        if self.backend == "openai" and not self.base_url:
+            raise ValueError("the openai backend needs base_url (e.g. http://127.0.0.1:8000/v1)")
+        return self
+
+    @field_serializer("base_url", when_used="json")
+    def _redacted_url(self, value: str | None) -> str | None:
+        """Saved configs (YAML, fingerprints) never hold the URL's credentials."""
+        return None if value is None else redact(value)
+
+    def output_settings(self) -> dict[str, Any]:
+        """The settings that decide the records (an annotation folder's fingerprint): every one but
+        those that change how, not what, is annotated, so changing these never blocks a resume."""
+        data = self.model_dump(mode="json", exclude=RESUMABLE)
+        data["judges"] = {k: v for k, v in data["judges"].items() if k not in RESUMABLE_JUDGE}
+        return data
 
     def greedy_settings(self) -> GenerationSettings:
         """Greedy decoding (with the configured repetition penalty), token log-probs on."""

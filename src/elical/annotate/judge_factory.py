@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from elical.annotate.config import AnnotateConfig
-from elical.annotate.judges import CachedJudge, CascadeJudge, Judge, JudgeCache, MatchJudge
+from elical.annotate.config import AnnotateConfig, JudgeConfig
+from elical.annotate.judges import CachedJudge, CascadeJudge, ExactJudge, Judge, JudgeCache, MatchJudge
+
+JUDGE_NAMES = ("match", "exact", "paper", "answer", "embedding", "llm", "cascade")
 
 
 def _llm_judge(config: AnnotateConfig, backend: Any) -> Judge:
@@ -22,32 +25,46 @@ def _llm_judge(config: AnnotateConfig, backend: Any) -> Judge:
     return LLMJudge(backend.model, backend.tokenizer, config.prompts, config.judges.batch_size, label=getattr(backend, "model_name", None))
 
 
-def build_judges(config: AnnotateConfig, backend: Any = None, out_dir: str | Path | None = None):
-    """The two judges of the config, each wrapped in dedup + the run folder's on-disk cache."""
-    from elical.annotate.pipeline import Judges
-
-    cache = JudgeCache(Path(out_dir) / "judge_cache.sqlite") if out_dir is not None and config.judges.cache else None
+def judge_maker(config: AnnotateConfig, backend: Any = None) -> Callable[[str], Judge]:
+    """A function that builds the judge of a name (see :data:`JUDGE_NAMES`) once and reuses it."""
     built: dict[str, Judge] = {}
+    settings: JudgeConfig = config.judges
 
     def make(kind: str) -> Judge:
         if kind in built:
             return built[kind]
         if kind == "match":
             judge: Judge = MatchJudge()
+        elif kind == "exact":
+            judge = ExactJudge()
+        elif kind == "paper":
+            from elical.annotate.paper_judge import PaperJudge
+
+            judge = PaperJudge()
+        elif kind == "answer":
+            from elical.annotate.judge_models import AnswerJudge
+
+            judge = AnswerJudge(settings.embedding_model, settings.answer_threshold)
         elif kind == "embedding":
             from elical.annotate.judge_models import EmbeddingJudge
 
-            judge = EmbeddingJudge(config.judges.embedding_model, config.judges.embedding_threshold)
+            judge = EmbeddingJudge(settings.embedding_model, settings.embedding_threshold)
         elif kind == "llm":
             judge = _llm_judge(config, backend)
         elif kind == "cascade":
             judge = CascadeJudge(make("llm"))
         else:
-            raise ValueError(f"unknown judge {kind!r} (expected match, embedding, llm or cascade)")
+            raise ValueError(f"unknown judge {kind!r} (expected one of {', '.join(JUDGE_NAMES)})")
         built[kind] = judge
         return judge
 
-    return Judges(
-        CachedJudge(make(config.judges.correctness), cache),
-        CachedJudge(make(config.judges.consistency), cache),
-    )
+    return make
+
+
+def build_judges(config: AnnotateConfig, backend: Any = None, out_dir: str | Path | None = None):
+    """The two judges of the config, each wrapped in dedup + the run folder's on-disk cache."""
+    from elical.annotate.pipeline import Judges
+
+    cache = JudgeCache(Path(out_dir) / "judge_cache.sqlite") if out_dir is not None and config.judges.cache else None
+    make = judge_maker(config, backend)
+    return Judges(CachedJudge(make(config.judges.correctness), cache), CachedJudge(make(config.judges.consistency), cache))

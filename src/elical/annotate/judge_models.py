@@ -1,4 +1,5 @@
-"""Model-based judges: sentence-embedding similarity and an LLM judge scored by reply likelihood."""
+"""Model-based judges: sentence-embedding similarity, the answer-core consistency judge (rules, then
+embeddings of what differs), and an LLM judge scored by reply likelihood."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from elical.annotate.judges import Judge, JudgeQuery
+from elical.annotate.consistency import ANSWER_THRESHOLD, Comparison, compare_answers
+from elical.annotate.judges import Judge, JudgeQuery, choice_decision
 from elical.annotate.prompts import PromptConfig, chat
 
 
@@ -20,36 +22,75 @@ def packaged_minilm() -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "model")
 
 
+def load_sentence_model(model: Any = None, device: str | None = None) -> tuple[Any, str]:
+    """A SentenceTransformer (a path, or the packaged all-MiniLM-L6-v2 for None) and its label."""
+    from sentence_transformers import SentenceTransformer
+
+    if model is not None and not isinstance(model, str):
+        return model, type(model).__name__
+    path = model or packaged_minilm()
+    label = Path(path).parent.name if Path(path).name == "model" else Path(path).name
+    return SentenceTransformer(path, device=device), label
+
+
+def cosine_pairs(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int = 64) -> list[float]:
+    """Cosine similarity of the sentence embeddings of each pair of texts (each text encoded once)."""
+    texts = sorted({t for pair in pairs for t in pair})
+    if not texts:
+        return []
+    vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
+    index = {t: i for i, t in enumerate(texts)}
+    return [float(vectors[index[a]] @ vectors[index[b]]) for a, b in pairs]
+
+
 class EmbeddingJudge(Judge):
     """Same answer when the cosine similarity of sentence embeddings reaches ``threshold``
     (correctness: against the closest gold alias)."""
 
     def __init__(self, model: Any = None, threshold: float = 0.8, batch_size: int = 64, device: str | None = None):
-        from sentence_transformers import SentenceTransformer
-
-        if model is None or isinstance(model, str):
-            path = model or packaged_minilm()
-            model = SentenceTransformer(path, device=device)
-            label = Path(path).parent.name if Path(path).name == "model" else Path(path).name
-        else:
-            label = type(model).__name__
-        self.model = model
+        self.model, label = load_sentence_model(model, device)
         self.threshold = threshold
         self.batch_size = batch_size
         self.name = f"embedding({label},t={threshold:g})"
 
     def similarities(self, queries: Sequence[JudgeQuery]) -> list[float]:
         """Best cosine similarity between each answer and its references."""
-        texts = sorted({q.answer for q in queries} | {r for q in queries for r in q.references})
-        vectors = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
-        index = {t: i for i, t in enumerate(texts)}
-        return [
-            max(float(vectors[index[q.answer]] @ vectors[index[r]]) for r in q.references) if q.references else 0.0
-            for q in queries
-        ]
+        pairs = [(q.answer, r) for q in queries for r in q.references]
+        sims = iter(cosine_pairs(self.model, pairs, self.batch_size))
+        return [max((next(sims) for _ in q.references), default=0.0) for q in queries]
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
         return [s >= self.threshold for s in self.similarities(queries)] if queries else []
+
+
+class AnswerJudge(Judge):
+    """Consistency of two answers by what they answer, not by their sentence frames: the rules of
+    :func:`~elical.annotate.consistency.compare_answers` decide where they can, and the cosine
+    similarity of the parts the two answers do not share decides the rest (``>= threshold``)."""
+
+    def __init__(self, model: Any = None, threshold: float = ANSWER_THRESHOLD, batch_size: int = 64, device: str | None = None):
+        self.model, label = load_sentence_model(model, device)
+        self.threshold = threshold
+        self.batch_size = batch_size
+        self.name = f"answer@1({label},t={threshold:g})"
+
+    def comparisons(self, queries: Sequence[JudgeQuery]) -> list[Comparison]:
+        """The rules' comparison of each (consistency) query; multiple choice by option letters."""
+        out = []
+        for q in queries:
+            if q.task != "consistency":
+                raise ValueError("the answer judge decides consistency; correctness has the match judge")
+            if q.choices:
+                out.append(Comparison(bool(choice_decision(q))))
+            else:
+                out.append(compare_answers(q.question, q.answer, q.references[0]) if q.references else Comparison(False))
+        return out
+
+    def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
+        found = self.comparisons(queries)
+        open_ = [c for c in found if c.decision is None]
+        sims = iter(cosine_pairs(self.model, [(c.left, c.right) for c in open_], self.batch_size))
+        return [c.decision if c.decision is not None else next(sims) >= self.threshold for c in found]
 
 
 class LLMJudge(Judge):

@@ -1,10 +1,10 @@
 """Judges of correctness (answer vs gold aliases) and consistency (sample vs greedy answer).
 
-One interface, :class:`Judge`, batched: ``judge_batch(queries) -> list[bool]``. ``MatchJudge``
-(SQuAD normalization, exact match and alias containment on word boundaries, multiple-choice letters)
-lives here with ``CascadeJudge`` and ``CachedJudge`` (dedup of identical normalized answers and an
-on-disk cache keyed by judge, question and answer pair). The model-based judges are in
-:mod:`elical.annotate.judge_models`.
+One interface, :class:`Judge`, batched: ``judge_batch(queries) -> list[bool]``. The rule-based
+``MatchJudge`` (alias containment, answer cores, multiple-choice letters) and ``ExactJudge`` live
+here with ``CascadeJudge`` and ``CachedJudge`` (dedup of answers of one normalized form and an
+on-disk cache keyed by judge name and version, question and answer pair). The authors' ``has_answer``
+is :mod:`elical.annotate.paper_judge`; the model-based judges are in :mod:`elical.annotate.judge_models`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,21 @@ import hashlib
 import json
 import re
 import sqlite3
-import string
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from elical.annotate.consistency import compare_answers
+from elical.annotate.text import (
+    alias_tokens,
+    contains,
+    drop_leading_article,
+    key_form,
+    normalize,  # noqa: F401  (re-exported: callers group aliases by it)
+    tokenize,
+)
 from elical.data.items import CHOICE_LETTERS
 
 Task = Literal["correctness", "consistency"]
@@ -38,30 +46,6 @@ class JudgeQuery:
     choices: tuple[str, ...] | None = None
 
 
-# ---------------------------------------------------------------------------- normalization
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = set(string.punctuation) | {"‘", "’", "“", "”", "–", "—"}
-
-
-def normalize(text: str) -> str:
-    """SQuAD normalization: lower case, no punctuation, no articles, single spaces.
-
-    Where that leaves nothing (the answer *is* an article or punctuation, e.g. the MMLU letter "A"),
-    the text is kept without removing articles, so it never becomes "" and matches everything.
-    """
-    lowered = "".join(ch for ch in text.lower() if ch not in _PUNCT)
-    squad = " ".join(_ARTICLES.sub(" ", lowered).split())
-    return squad or " ".join(lowered.split())
-
-
-def contains_words(haystack: str, needle: str) -> bool:
-    """Whether the words of ``needle`` occur contiguously in ``haystack`` (both normalized, non-empty)."""
-    if not needle or not haystack:
-        return False
-    return f" {needle} " in f" {haystack} "
-
-
 _LETTER_PATTERNS = [
     re.compile(r"^\s*\(?([A-J])\)?\s*$"),  # "B", "(B)"
     re.compile(r"^\s*\(?([A-J])\s*[\).:]"),  # "B.", "B)", "(B)", "B:" at the start
@@ -76,9 +60,19 @@ def extract_choice(answer: str, choices: Sequence[str]) -> str | None:
         match = pattern.search(answer)
         if match and match.group(1) in letters:
             return match.group(1)
-    text = normalize(answer)
-    named = [letters[i] for i, opt in enumerate(choices) if contains_words(text, normalize(opt))]
+    text = tokenize(answer)
+    named = [letters[i] for i, opt in enumerate(choices) if contains(text, tokenize(opt))]
     return named[0] if len(named) == 1 else None
+
+
+def choice_decision(query: JudgeQuery) -> bool | None:
+    """A multiple-choice query decided by option letters; None where the answer picks no letter."""
+    choices = query.choices or ()
+    picked = extract_choice(query.answer, choices)
+    if query.task == "correctness":
+        return None if picked is None else picked in query.references
+    other = extract_choice(query.references[0], choices) if query.references else None
+    return None if picked is None or other is None else picked == other
 
 
 # ---------------------------------------------------------------------------- interface
@@ -93,6 +87,11 @@ class Judge(abc.ABC):
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
         """One decision per query, in order."""
 
+    def answer_key(self, query: JudgeQuery) -> str:
+        """What of the query's answer the judge looks at: answers with one key share a decision
+        (dedup and cache). By default the text itself, trimmed; rule-based judges normalize it."""
+        return query.answer.strip()
+
     def judge(self, question: str, answer: str, references: Sequence[str] | str, task: Task = "correctness") -> bool:
         """Decide one query (``references``: gold aliases, or the one answer to compare with)."""
         refs = (references,) if isinstance(references, str) else tuple(references)
@@ -100,28 +99,53 @@ class Judge(abc.ABC):
 
 
 class MatchJudge(Judge):
-    """Exact match or alias containment after SQuAD normalization; option letters for multiple choice."""
+    """Rule-based: correctness = a gold alias's tokens occur in the answer (DPR ``has_answer`` style,
+    with the rules of :mod:`elical.annotate.text`); consistency = the answers' cores agree
+    (:func:`~elical.annotate.consistency.compare_answers`); option letters for multiple choice."""
 
-    name = "match"
+    name = "match@2"
+
+    def answer_key(self, query: JudgeQuery) -> str:
+        if query.task == "correctness" and not query.choices:
+            return key_form(query.answer)  # the tokens are all that alias containment looks at
+        return super().answer_key(query)
 
     def sure(self, query: JudgeQuery) -> bool | None:
-        """The decision where string matching is reliable, else None (the cascade asks the LLM)."""
+        """True where the rules find a match, False where option letters differ, else None (the
+        cascade then asks the LLM)."""
         if query.choices:
-            picked = extract_choice(query.answer, query.choices)
-            if query.task == "correctness":
-                return None if picked is None else picked in query.references
-            other = extract_choice(query.references[0], query.choices) if query.references else None
-            return None if picked is None or other is None else picked == other
-        answer = normalize(query.answer)
-        refs = [normalize(r) for r in query.references]
+            return choice_decision(query)
         if query.task == "correctness":
-            return True if any(contains_words(answer, r) for r in refs) else None
-        if answer and any(answer == r or contains_words(answer, r) or contains_words(r, answer) for r in refs):
+            answer = tokenize(query.answer)
+            return True if any(contains(answer, alias_tokens(r)) for r in query.references) else None
+        if query.references and compare_answers(query.question, query.answer, query.references[0]).decision:
             return True
         return None
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
         return [bool(self.sure(q)) for q in queries]
+
+
+class ExactJudge(Judge):
+    """The whole answer equals a gold alias (consistency: the reference), token for token under the
+    rules of :mod:`elical.annotate.text`, a leading article aside; option letters for multiple choice."""
+
+    name = "exact@2"
+
+    def answer_key(self, query: JudgeQuery) -> str:
+        return super().answer_key(query) if query.choices else key_form(query.answer)
+
+    def decide(self, query: JudgeQuery) -> bool:
+        """One query's decision."""
+        if query.choices:
+            return bool(choice_decision(query))
+        answer = drop_leading_article(tokenize(query.answer))
+        return any(
+            len(ref) == len(answer) and contains(answer, ref) for ref in (alias_tokens(r) for r in query.references)
+        )
+
+    def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
+        return [self.decide(q) for q in queries]
 
 
 @dataclass
@@ -148,7 +172,7 @@ class CascadeJudge(Judge):
     def __init__(self, fallback: Judge, match: MatchJudge | None = None):
         self.match = match or MatchJudge()
         self.fallback = fallback
-        self.name = f"cascade({fallback.name})"
+        self.name = f"cascade({self.match.name}+{fallback.name})"
         self.stats = JudgeStats()
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
@@ -164,7 +188,7 @@ class CascadeJudge(Judge):
 
 
 class JudgeCache:
-    """Judgements on disk (SQLite), keyed by judge name, task, question and the normalized pair."""
+    """Judgements on disk (SQLite), keyed by :func:`query_key`."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -193,10 +217,11 @@ class JudgeCache:
         self._db.close()
 
 
-def query_key(judge_name: str, query: JudgeQuery) -> str:
-    """Cache/dedup key: identical normalized answers (and references) share one judgement."""
-    refs = sorted({normalize(r) for r in query.references}) if query.task == "correctness" else [normalize(r) for r in query.references]
-    payload = [judge_name, query.task, query.question, normalize(query.answer), refs, list(query.choices or [])]
+def query_key(judge: Judge, query: JudgeQuery) -> str:
+    """Cache/dedup key: the judge's name (with its version or settings), the task, the question, the
+    judge's :meth:`~Judge.answer_key` of the answer and the references verbatim."""
+    refs = sorted(set(query.references)) if query.task == "correctness" else list(query.references)
+    payload = [judge.name, query.task, query.question, judge.answer_key(query), refs, list(query.choices or [])]
     return hashlib.sha1(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -210,7 +235,7 @@ class CachedJudge(Judge):
         self.stats = JudgeStats()
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
-        keys = [query_key(self.inner.name, q) for q in queries]
+        keys = [query_key(self.inner, q) for q in queries]
         unique: dict[str, JudgeQuery] = {}
         for key, query in zip(keys, queries):
             unique.setdefault(key, query)

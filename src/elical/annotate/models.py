@@ -32,7 +32,9 @@ ALIASES: dict[str, tuple[str, str]] = {
 
 
 def resolve_model(spec: str) -> ModelSource:
-    """Turn an alias (``smollm2``), a ``.gguf`` file, a folder or a model name into a ModelSource."""
+    """Turn an alias (``smollm2``), a ``.gguf`` file, a folder or a model name in the local Hugging Face
+    cache into a ModelSource; anything else (an unknown alias, a missing path) is a FileNotFoundError
+    saying what was looked for, raised before any loading starts."""
     key = spec.lower()
     if key in ALIASES:
         package, filename = ALIASES[key]
@@ -45,7 +47,33 @@ def resolve_model(spec: str) -> ModelSource:
         if not path.exists():
             raise FileNotFoundError(f"GGUF file not found: {path}")
         return ModelSource(str(path.parent), path.name, name=path.stem)
-    return ModelSource(spec, None, name=path.name if path.exists() else spec)
+    if path.exists():
+        return ModelSource(spec, None, name=path.name)
+    if spec.startswith(("/", ".", "~")) or spec.count("/") > 1 or "\\" in spec:
+        raise FileNotFoundError(f"model folder not found: {spec}")
+    if not _in_hf_cache(spec):
+        raise FileNotFoundError(f"unknown model {spec!r}: not an alias ({', '.join(ALIASES)}), a .gguf file, a folder, "
+                                "or a model in the local Hugging Face cache (elical never downloads)")
+    return ModelSource(spec, None, name=spec)
+
+
+def _in_hf_cache(name: str) -> bool:
+    """Whether the local Hugging Face hub cache holds a model of this name (``org/name`` or ``name``)."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    return (Path(HF_HUB_CACHE) / f"models--{name.replace('/', '--')}").is_dir()
+
+
+def model_version(spec: str) -> str | None:
+    """A short hash of the model's local files (weights, config, tokenizer), so a model retrained under
+    the same name is noticed; None for a name that is not a local path or alias (a hub or server name)."""
+    from elical.fingerprint import path_version
+
+    try:
+        source = resolve_model(spec)
+    except (FileNotFoundError, ImportError):
+        return None
+    return path_version(Path(source.path) / source.gguf_file if source.gguf_file else source.path)
 
 
 def load_causal_lm(spec: str, dtype: str = "auto", device: str = "auto") -> tuple[Any, Any, ModelSource]:

@@ -3,13 +3,16 @@
 Output folder layout::
 
     out_dir/annotate.yaml                    the AnnotateConfig of the run
-    out_dir/meta.json                        versions, backend, judges, judge-call counters
+    out_dir/settings/annotate.json           the settings that decide the records (elical.fingerprint)
+    out_dir/meta-IofN.json                   versions, backend, judges, judge-call counters of shard I of N
     out_dir/shards/part-IofN-00000.parquet   records, one file per chunk (written by atomic rename)
     out_dir/shards/expected-IofN.json        ids shard I of N must hold (merge checks against it)
     out_dir/records.parquet                  all records (written when the run covers every shard)
 
 Rerunning the same command skips the questions already in shard files, so a killed run loses at most
-its current chunk. A question whose generation keeps failing is recorded with ``failure`` set.
+its current chunk; a rerun whose output settings differ is refused (``overwrite`` starts over), and a
+second process on the folder fails at once (elical.folder_lock). A question whose generation keeps
+failing is recorded with ``failure`` set.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,8 @@ from elical.annotate.progress import annotate_progress
 from elical.annotate.prompts import qa_prompt, verbal_prompt
 from elical.annotate.verbal import load_verbal_examples
 from elical.data.items import QAItem, parse_shard, select_shard
+from elical.fingerprint import check_or_write_settings, path_version
+from elical.folder_lock import folder_lock
 from elical.records import Record, atomic_write, read_parquet, write_parquet
 
 
@@ -106,7 +111,7 @@ def annotate_batch(
             samples[i] = s
     verbal: dict[str, list[list[Generation] | str]] = {}
     for kind in config.verbal:
-        shots = verbal_examples if kind == "verbal10" else ()
+        shots = verbal_examples if kind == "verbal-10" else ()
         vprompts = [verbal_prompt(item, config.prompts, shots) for item in items]
         settings = GenerationSettings(max_new_tokens=16, repetition_penalty=config.repetition_penalty, logprobs=False)
         verbal[kind] = generate_safely(backend, vprompts, settings, config.retries)
@@ -170,6 +175,21 @@ def shard_files(out_dir: Path, shard: str) -> list[Path]:
     return sorted((out_dir / "shards").glob(f"part-{index}of{count}-*.parquet"))
 
 
+def step_outputs(out_dir: Path) -> list[Path]:
+    """Everything an annotation writes in ``out_dir`` (what ``overwrite`` deletes; nothing else is touched)."""
+    return [out_dir / "annotate.yaml", out_dir / "shards", out_dir / "records.parquet",
+            *out_dir.glob("meta-*of*.json"), *out_dir.glob("judge_cache.sqlite*")]
+
+
+def annotation_fingerprint(config: AnnotateConfig, versions: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+    """What decides an annotation folder's records: the config's output settings and the versions of the
+    inputs it only names (``versions``, e.g. the model's weights; the Verbal-10 examples file is added)."""
+    inputs = dict(versions or {})
+    if config.verbal_examples:
+        inputs["verbal_examples"] = path_version(config.verbal_examples)
+    return {**config.output_settings(), "input": inputs}
+
+
 def annotate(
     items: Sequence[QAItem],
     backend: Backend,
@@ -178,19 +198,42 @@ def annotate(
     out_dir: str | Path | None = None,
     progress: bool = True,
     on_chunk: Callable[[list[Record]], None] | None = None,
+    overwrite: bool = False,
+    versions: Mapping[str, str | None] | None = None,
 ) -> list[Record]:
     """Annotate the items of ``config.shard`` and return their records in item order.
 
     With ``out_dir``, records go to shard files as each chunk finishes and a rerun continues where
-    the last one stopped. ``judges`` defaults to the match judge for both tasks (a single Judge is
-    used for both).
+    the last one stopped. One process at a time works in a folder (elical.folder_lock), and only with
+    the settings its records were made with (:func:`annotation_fingerprint`; elical.fingerprint says
+    what a mismatch does); ``overwrite`` deletes the folder's annotation outputs and starts over.
+    ``versions`` identify inputs the config only names (annotate.models.model_version of the model).
+    ``judges`` defaults to the config's judges (a single Judge is used for both tasks).
     """
     config = config or AnnotateConfig()
+    if out_dir is None:
+        return _annotate(items, backend, judges, config, None, progress, on_chunk)
+    out = Path(out_dir)
+    with folder_lock(out):
+        check_or_write_settings(out, annotation_fingerprint(config, versions), overwrite, "annotate", step_outputs(out))
+        return _annotate(items, backend, judges, config, out, progress, on_chunk)
+
+
+def _annotate(
+    items: Sequence[QAItem],
+    backend: Backend,
+    judges: Judges | Judge | None,
+    config: AnnotateConfig,
+    out: Path | None,
+    progress: bool,
+    on_chunk: Callable[[list[Record]], None] | None,
+) -> list[Record]:
+    """:func:`annotate` once the folder (if any) is locked and its settings checked."""
     mine = select_shard(items, config.shard)
     if judges is None:
         from elical.annotate.judge_factory import build_judges
 
-        judges = build_judges(config, backend=backend, out_dir=out_dir)
+        judges = build_judges(config, backend=backend, out_dir=out)
     elif isinstance(judges, Judge):
         judges = Judges(judges, judges)
     meta = {**backend.describe(), "greedy": config.greedy_settings().to_dict()}
@@ -198,10 +241,9 @@ def annotate(
         meta["sampling"] = config.sample_settings().to_dict()
     meta["judges"] = {"correctness": judges.correctness.name, "consistency": judges.consistency.name}
 
-    examples = load_verbal_examples(config, mine) if "verbal10" in config.verbal else []
+    examples = load_verbal_examples(config, mine) if "verbal-10" in config.verbal else []
 
     done: dict[str, Record] = {}
-    out = Path(out_dir) if out_dir is not None else None
     index, count = parse_shard(config.shard)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

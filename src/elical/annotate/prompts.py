@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from elical.annotate.backends.base import Message
 from elical.data.items import CHOICE_LETTERS, QAItem
@@ -12,6 +12,8 @@ from elical.data.items import CHOICE_LETTERS, QAItem
 
 class PromptConfig(BaseModel):
     """Every prompt wording in one place; defaults are the authors' (keep them to compare with the paper)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     system: str = "You are a helpful assistant."
     qa: str = "Answer the following question.\nQuestion: {question}"

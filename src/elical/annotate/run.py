@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from elical.annotate.backends.base import Backend
 from elical.annotate.config import AnnotateConfig
+from elical.inputs import InputError
 from elical.records import Record
 
 
@@ -22,24 +24,45 @@ def build_backend(config: AnnotateConfig) -> Backend:
     if config.backend == "openai":
         from elical.annotate.backends.openai import OpenAIBackend
 
-        if not config.base_url:
-            raise ValueError("the openai backend needs base_url (e.g. http://127.0.0.1:8000/v1)")
-        return OpenAIBackend(config.base_url, config.model)
+        return OpenAIBackend(config.base_url or "", config.model, api_key=api_key(config), concurrency=config.concurrency,
+                             connect_timeout=config.connect_timeout, read_timeout=config.read_timeout)
     from elical.annotate.backends.vllm import VLLMBackend
 
     return VLLMBackend.from_pretrained(config.model, dtype=config.dtype)
 
 
-def annotate_sources(
-    sources: Sequence[str | Path], config: AnnotateConfig, out_dir: str | Path, limit_per_source: int | None = None
-) -> list[Record]:
-    """Load the QA sources, build the backend and judges, and run (or resume) the annotation."""
-    from elical.annotate.pipeline import annotate
-    from elical.data import load_many
+def api_key(config: AnnotateConfig, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The openai backend's API key, from the variable ``config.api_key_env`` names (which must be set)
+    or else from OPENAI_API_KEY when set; configs name the variable, never hold the key."""
+    if config.api_key_env is None:
+        return environ.get("OPENAI_API_KEY") or None
+    if not environ.get(config.api_key_env):
+        raise InputError(f"api_key_env: the environment variable {config.api_key_env} is not set")
+    return environ[config.api_key_env]
 
-    items = load_many(sources, limit_per_source=limit_per_source)
-    backend = build_backend(config)
-    return annotate(items, backend, None, config, out_dir)
+
+def annotate_sources(
+    sources: Sequence[str | Path], config: AnnotateConfig, out_dir: str | Path, limit_per_source: int | None = None,
+    overwrite: bool = False,
+) -> list[Record]:
+    """Load the QA sources, build the backend and judges, and run (or resume) the annotation;
+    ``overwrite`` discards the folder's earlier annotation (which a change of settings otherwise refuses)."""
+    from elical.annotate.models import model_version, resolve_model
+    from elical.annotate.pipeline import annotate, annotation_fingerprint, step_outputs
+    from elical.data import load_many
+    from elical.fingerprint import check_or_write_settings
+    from elical.folder_lock import folder_lock
+
+    out = Path(out_dir)
+    if config.backend == "hf":
+        resolve_model(config.model)  # an unknown model stops here, before the output folder is touched
+    if config.backend == "openai":
+        api_key(config)
+    versions = {"model": model_version(config.model)} if config.backend != "openai" else {}
+    items = load_many(sources, limit_per_source=limit_per_source)  # bad input stops here, before any lock or file
+    with folder_lock(out):  # a second process or other settings stop here, before the model loads
+        check_or_write_settings(out, annotation_fingerprint(config, versions), overwrite, "annotate", step_outputs(out))
+        return annotate(items, build_backend(config), None, config, out, versions=versions)
 
 
 def summarize(records: Sequence[Record]) -> list[dict[str, Any]]:

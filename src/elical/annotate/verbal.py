@@ -16,7 +16,7 @@ def load_verbal_examples(config: AnnotateConfig, evaluated: Sequence[QAItem], n:
     """n (item, confidence) examples from ``config.verbal_examples`` (annotated records; confidence =
     greedy correctness), half right and half wrong where possible; none may be an evaluated question."""
     if not config.verbal_examples:
-        raise ValueError("verbal10 needs verbal_examples: a records file from a split that is not evaluated")
+        raise ValueError("verbal-10 needs verbal_examples: a records file from a split that is not evaluated")
     records = [r for r in read_records(config.verbal_examples) if r.greedy_correct is not None and not r.failed]
     evaluated_questions = {item.question.strip().lower() for item in evaluated}
     overlap = [r.question for r in records if r.question.strip().lower() in evaluated_questions]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from elical.confidence.base import Estimator, register
-from elical.records import Record
+from elical.records import VERBAL_KINDS, Record
 
 
 def _prob(records: Sequence[Record]) -> np.ndarray:
@@ -93,5 +93,5 @@ register(Estimator("Prob", ("greedy_logprobs",), _prob, "exp(sum of greedy token
 register(Estimator("N-Prob", ("greedy_logprobs",), _nprob, "exp(mean greedy token log-prob)"))
 register(Estimator("Consis-Lex", ("greedy_response", "samples"), _consis_lex, "mean ROUGE-L F1, greedy vs samples"))
 register(Estimator("Consis-Sem", ("sample_consistent",), _consis_sem, "share of samples judged consistent"))
-register(Estimator("Verbal-0", ("verbal:verbal-0",), _verbal("verbal-0"), "stated confidence, zero-shot"))
-register(Estimator("Verbal-10", ("verbal:verbal-10",), _verbal("verbal-10"), "stated confidence, 10 examples"))
+for _kind, _shots in zip(VERBAL_KINDS, ("zero-shot", "10 examples")):
+    register(Estimator(_kind.title(), (f"verbal:{_kind}",), _verbal(_kind), f"stated confidence, {_shots}"))

@@ -12,6 +12,7 @@ from typing import Any
 
 from elical.data.items import CHOICE_LETTERS, QAItem
 from elical.data.registry import ConversionError, lookup
+from elical.inputs import InputError, read_text, text_lines
 from elical.records import (
     KNOWN_SPLITS,
     RecordError,
@@ -36,7 +37,10 @@ def iter_jsonl_items(path: str | os.PathLike, dataset: str | None = None, split:
     dataset, split = dataset or guess_dataset, split or guess_split
     path = Path(path)
     if path.suffix == ".json":
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            rows = json.loads(read_text(path))
+        except json.JSONDecodeError as err:
+            raise RecordError(path, err.lineno, None, f"malformed JSON ({err.msg} at column {err.colno})") from None
         if isinstance(rows, dict) and "data" in rows:
             rows = rows["data"]
         if not isinstance(rows, list):
@@ -50,26 +54,32 @@ def iter_jsonl_items(path: str | os.PathLike, dataset: str | None = None, split:
         yield _item(row, dataset, split, (path, line_no))
 
 
+MMLU_COLUMNS = 6  # question, A, B, C, D, answer letter
+
+
 def iter_mmlu_csv(path: str | os.PathLike, split: str | None = None, dataset: str = "mmlu") -> Iterator[QAItem]:
-    """Yield MMLU items from a header-less CSV (question, A, B, C, D, answer letter)."""
+    """Yield MMLU items from a header-less CSV (question, A, B, C, D, answer letter); a row of another
+    width (often an unquoted comma) is a RecordError naming the file and line."""
     path = Path(path)
     stem = path.stem
     match = re.fullmatch(rf"(.+?)_({'|'.join(KNOWN_SPLITS)})", stem)
     subject = match.group(1) if match else stem
     split = split or (match.group(2) if match else path.parent.name if path.parent.name in KNOWN_SPLITS else "test")
-    with open(path, encoding="utf-8", newline="") as handle:
-        for line_no, row in enumerate(csv.reader(handle), start=1):
-            if not row:
-                continue
-            if line_no == 1 and [c.strip().lower() for c in row[:2]] == ["question", "a"]:
-                continue  # a header line
-            if len(row) < 4:
-                raise RecordError(path, line_no, None, f"expected question, options and an answer letter, got {len(row)} column(s)")
-            fields = {"question": row[0], "answer": row[-1]}
-            fields.update(zip(CHOICE_LETTERS, row[1:-1]))
-            item = _item(fields, dataset, split, (path, line_no))
-            item.meta["subject"] = subject
-            yield item
+    reader = csv.reader(line for _, line in text_lines(path))
+    for row in reader:
+        line_no = reader.line_num
+        if not row:
+            continue
+        if line_no == 1 and [c.strip().lower() for c in row[:2]] == ["question", "a"]:
+            continue  # a header line
+        if len(row) != MMLU_COLUMNS:
+            raise RecordError(path, line_no, None, f"expected {MMLU_COLUMNS} columns (question, A, B, C, D, answer "
+                                                   f"letter), got {len(row)}; quote fields that hold commas")
+        fields = {"question": row[0], "answer": row[-1]}
+        fields.update(zip(CHOICE_LETTERS, row[1:-1]))
+        item = _item(fields, dataset, split, (path, line_no))
+        item.meta["subject"] = subject
+        yield item
 
 
 def load_hf(name: str, split: str, config: str | None = None, dataset: str | None = None) -> list[QAItem]:
@@ -85,13 +95,19 @@ def load_hf(name: str, split: str, config: str | None = None, dataset: str | Non
     return [_item(dict(row), dataset, split, (f"hf:{name}", i)) for i, row in enumerate(data, start=1)]
 
 
+QA_SUFFIXES = (".jsonl", ".json", ".csv")
+
+
 def load_items(
     source: str | os.PathLike,
     dataset: str | None = None,
     split: str | None = None,
     limit: int | None = None,
 ) -> list[QAItem]:
-    """Load QA items from a file, a folder of files, or ``hf:NAME[:CONFIG]:SPLIT``; ``limit`` keeps the first n."""
+    """Load QA items from a file, a folder of files, or ``hf:NAME[:CONFIG]:SPLIT``; ``limit`` keeps the first n.
+    A source without questions (an empty file, a folder without QA files) is an InputError naming it."""
+    if limit is not None and limit < 1:
+        raise InputError(f"limit: expected at least 1 question per source, got {limit}")
     text = str(source)
     if text.startswith("hf:"):
         parts = text[3:].split(":")
@@ -103,7 +119,9 @@ def load_items(
     path = Path(source)
     if not path.exists():
         raise FileNotFoundError(f"QA source not found: {path}")
-    files = sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".json", ".csv")) if path.is_dir() else [path]
+    files = sorted(p for p in path.iterdir() if p.suffix in QA_SUFFIXES and not p.name.startswith(".")) if path.is_dir() else [path]
+    if not files:
+        raise InputError(f"{path}: no QA files ({', '.join(QA_SUFFIXES)}) in this folder")
     items: list[QAItem] = []
     for file in files:
         iterator: Iterable[QAItem]
@@ -111,7 +129,10 @@ def load_items(
             iterator = iter_mmlu_csv(file, split=split or (path.name if path.is_dir() and path.name in KNOWN_SPLITS else None), dataset=dataset or "mmlu")
         else:
             iterator = iter_jsonl_items(file, dataset, split)
+        count = len(items)
         items.extend(iterator)
+        if len(items) == count:
+            raise InputError(f"{file}: no questions (empty file)")
         if limit and len(items) >= limit:
             break
     return dedupe_ids(items[:limit] if limit else items)

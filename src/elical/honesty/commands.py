@@ -28,7 +28,18 @@ def load_config(path: str | os.PathLike | None, **overrides) -> HonestyConfig:
 def tune_from_files(
     records: Sequence[str | os.PathLike], model: str, out: str | os.PathLike, config: HonestyConfig, progress: bool = True
 ) -> tuple[TuneResult, dict]:
-    """Build the method's examples from record files (checked first), tune LoRA on the model, save."""
+    """Build the method's examples from record files (checked first), tune LoRA on the model, save;
+    one process at a time per output folder (elical.folder_lock)."""
+    from elical.folder_lock import folder_lock
+
+    with folder_lock(out):
+        return _tune_locked(records, model, out, config, progress)
+
+
+def _tune_locked(
+    records: Sequence[str | os.PathLike], model: str, out: str | os.PathLike, config: HonestyConfig, progress: bool
+) -> tuple[TuneResult, dict]:
+    """:func:`tune_from_files` once it holds the output folder's lock."""
     from elical.annotate.models import load_causal_lm
     from elical.honesty.tune import tune
     from elical.records import read_records

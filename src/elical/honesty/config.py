@@ -11,6 +11,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from elical.inputs import Device
 from elical.yaml_config import YamlConfig
 
 Method = Literal["sft", "absolute", "confidence-num", "confidence-verb", "multisample"]
@@ -35,6 +36,8 @@ REFUSAL_PHRASES = (
 class VerbLevel(BaseModel):
     """A verbal confidence phrasing, used when expected accuracy is at most ``up_to``."""
 
+    model_config = ConfigDict(extra="forbid")
+
     up_to: float = Field(ge=0.0, le=1.0)
     text: str
 
@@ -54,21 +57,23 @@ DEFAULT_VERB_LEVELS = [
 class TuneConfig(BaseModel):
     """LoRA supervised fine-tuning of the generator (loss on the answer tokens only)."""
 
+    model_config = ConfigDict(extra="forbid")
+
     lora_r: int = Field(8, ge=1)
     lora_alpha: int = 16
     lora_dropout: float = 0.0
     target_modules: list[str] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     )
-    learning_rate: float = 1e-4
+    learning_rate: float = Field(1e-4, gt=0)
     weight_decay: float = 0.0
     warmup_ratio: float = 0.1
     epochs: float = Field(2.0, gt=0)
-    max_steps: int | None = None  # stop after this many optimizer steps (overrides epochs)
+    max_steps: int | None = Field(None, ge=1)  # stop after this many optimizer steps (overrides epochs)
     batch_size: int = Field(8, ge=1)
     grad_accumulation: int = Field(1, ge=1)
     max_length: int = Field(256, ge=8)
-    device: str = "auto"
+    device: Device = "auto"
 
 
 class HonestyConfig(YamlConfig):

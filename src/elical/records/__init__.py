@@ -34,14 +34,16 @@ from elical.records.record import (
     RECORD_ATTRIBUTE,
     MissingFieldError,
     Record,
+    VERBAL_KINDS,
     RecordError,
     has_annotation,
     record_id,
+    verbal_kind,
 )
 
 __all__ = [
-    "ELICAL_FIELDS", "HB_FIELDS", "KNOWN_SPLITS", "RECORD_ATTRIBUTE", "JsonlFormat", "MissingFieldError", "Record", "RecordError",
+    "ELICAL_FIELDS", "HB_FIELDS", "KNOWN_SPLITS", "RECORD_ATTRIBUTE", "JsonlFormat", "MissingFieldError", "Record", "RecordError", "VERBAL_KINDS",
     "SkipReport", "atomic_write", "check_required", "dataset_and_split_from_path", "dedupe_ids", "has_annotation", "iter_json_objects", "iter_jsonl",
     "read_jsonl", "read_parquet", "read_records", "record_from_dict", "record_id", "record_to_dict",
-    "write_jsonl", "write_parquet", "write_records",
+    "verbal_kind", "write_jsonl", "write_parquet", "write_records",
 ]

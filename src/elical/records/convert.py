@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from elical.records.record import ELICAL_FIELDS, HB_FIELDS, RECORD_ATTRIBUTE, Record, has_annotation
+from elical.records.record import ELICAL_FIELDS, HB_FIELDS, RECORD_ATTRIBUTE, Record, has_annotation, verbal_kind
 
 JsonlFormat = Literal["elical", "honestybench"]
 
@@ -47,6 +47,14 @@ def _check_float_list(value: Any, name: str) -> list[float]:
     ):
         raise _FieldError(name, f"expected a list of numbers, got {_describe(value)}")
     return [float(v) for v in value]
+
+
+def _check_logprobs(values: list[float], name: str, where: str = "") -> list[float]:
+    """Log-probabilities must be finite and <= 0 (a -inf or a positive value means a broken file)."""
+    for i, v in enumerate(values):
+        if not -math.inf < v <= 1e-6:  # NaN fails too
+            raise _FieldError(name, f"expected log-probabilities (finite numbers <= 0), got {v!r} at {where}position {i}")
+    return values
 
 
 def _single(value: Any, name: str) -> Any:
@@ -93,7 +101,7 @@ def record_from_dict(row: Any, *, dataset: str = "unknown", split: str = "test")
         id=str(row.get("id") or ""),
         prompt=row.get("prompt"),
         failure=row.get("failure"),
-        verbal=dict(row.get("verbal") or {}),
+        verbal={verbal_kind(k): v for k, v in (row.get("verbal") or {}).items()},
         generation=dict(row.get("generation") or {}),
         extra={k: v for k, v in row.items() if k not in HB_FIELDS and k not in ELICAL_FIELDS},
     )
@@ -119,8 +127,10 @@ def record_from_dict(row: Any, *, dataset: str = "unknown", split: str = "test")
         raise _FieldError(
             "greedy_logprobs", f"expected one log-prob per greedy token ({len(tokens)}), got {len(logprobs)}"
         )
-    if rec.greedy_logprobs is not None and any(math.isnan(v) or v > 1e-6 for v in rec.greedy_logprobs):
-        raise _FieldError("greedy_logprobs", "expected log-probabilities (finite numbers <= 0)")
+    if rec.greedy_logprobs is not None:
+        _check_logprobs(rec.greedy_logprobs, "greedy_logprobs")
+    if rec.greedy_cumulative_logprob is not None:
+        _check_logprobs([rec.greedy_cumulative_logprob], "greedy_cumulative_logprobs")
 
     samples = row.get("sampling_response")
     if samples is not None:
@@ -133,7 +143,8 @@ def record_from_dict(row: Any, *, dataset: str = "unknown", split: str = "test")
         value = row["sampling_logprobs"]
         if not isinstance(value, list) or len(value) != k:
             raise _FieldError("sampling_logprobs", f"expected {k} lists (one per sampled answer), got {_describe(value)}")
-        rec.sample_logprobs = [_check_float_list(v, "sampling_logprobs") for v in value]
+        rec.sample_logprobs = [_check_logprobs(_check_float_list(v, "sampling_logprobs"), "sampling_logprobs", f"sample {j} ")
+                               for j, v in enumerate(value)]
     return rec
 
 

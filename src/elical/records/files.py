@@ -7,11 +7,12 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from elical.inputs import InputError, text_lines
 from elical.records.convert import JsonlFormat, _FieldError, check_required, record_from_dict, record_to_dict
 from elical.records.record import KNOWN_SPLITS, Record, RecordError
 
@@ -48,22 +49,30 @@ def iter_jsonl(
 
     ``require`` names HonestyBench fields every (non-failed) row must carry for the caller's step.
     """
+    for _, rec, _ in _jsonl_rows(path, dataset, split, skip_invalid, skips, require):
+        yield rec
+
+
+def _jsonl_rows(
+    path: str | os.PathLike, dataset: str | None, split: str | None, skip_invalid: bool, skips: SkipReport | None,
+    require: Sequence[str],
+) -> Iterator[tuple[int, Record, bool]]:
+    """(line number, record, whether the row gave its id) of each valid row of a JSONL record file."""
     guess_dataset, guess_split = dataset_and_split_from_path(path)
     dataset, split = dataset or guess_dataset, split or guess_split
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+    for line_no, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
             try:
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise _FieldError("", f"malformed JSON ({err.msg} at column {err.colno})") from None
-                rec = record_from_dict(row, dataset=dataset, split=split)
-                check_required(rec, require)
-                yield rec
-            except _FieldError as err:
-                _reject(RecordError(path, line_no, err.field or None, err.message), skip_invalid, skips)
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise _FieldError("", f"malformed JSON ({err.msg} at column {err.colno})") from None
+            rec = record_from_dict(row, dataset=dataset, split=split)
+            check_required(rec, require)
+            yield line_no, rec, bool(row.get("id"))
+        except _FieldError as err:
+            _reject(RecordError(path, line_no, err.field or None, err.message), skip_invalid, skips)
 
 
 def _reject(error: RecordError, skip_invalid: bool, skips: SkipReport | None) -> None:
@@ -75,17 +84,16 @@ def _reject(error: RecordError, skip_invalid: bool, skips: SkipReport | None) ->
 
 def iter_json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line of a JSONL file; a bad line raises RecordError."""
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RecordError(path, line_no, None, f"malformed JSON ({err.msg} at column {err.colno})") from None
-            if not isinstance(row, dict):
-                raise RecordError(path, line_no, None, f"expected a JSON object, got {type(row).__name__}")
-            yield line_no, row
+    for line_no, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise RecordError(path, line_no, None, f"malformed JSON ({err.msg} at column {err.colno})") from None
+        if not isinstance(row, dict):
+            raise RecordError(path, line_no, None, f"expected a JSON object, got {type(row).__name__}")
+        yield line_no, row
 
 
 def read_jsonl(path: str | os.PathLike, **kwargs: Any) -> list[Record]:
@@ -150,24 +158,138 @@ def write_parquet(records: Sequence[Record], path: str | os.PathLike) -> None:
 
 
 def read_parquet(path: str | os.PathLike) -> list[Record]:
-    """Read records written by :func:`write_parquet`."""
+    """Read records written by :func:`write_parquet`; a row breaking a record rule raises RecordError."""
+    return [rec for _, rec, _ in _parquet_rows(path, (), skip_invalid=False, skips=None)]
+
+
+def _parquet_rows(
+    path: str | os.PathLike, require: Sequence[str], skip_invalid: bool, skips: SkipReport | None
+) -> Iterator[tuple[int, Record, bool]]:
+    """(row number, record, whether the row gave its id) of each valid row of a Parquet record file.
+
+    Rows get the checks of JSONL rows (0/1 correctness, finite log-probs <= 0, one value per sample, ...):
+    column-wise first, then in full on the rows that may break a rule (or on every row when the file's
+    column types are not elical's)."""
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as err:  # pyarrow's ArrowIOError / ArrowInvalid
+        raise RecordError(path, None, None, f"not a readable Parquet file ({' '.join(str(err).split())})") from None
     missing = [name for name in ("question", "answers") if name not in table.column_names]
     if missing:
         raise RecordError(path, None, missing[0], "missing column (not an elical record file?)")
     names = [f.name for f in dataclasses.fields(Record) if f.name in table.column_names]
-    records = []
-    for row in table.select(names).to_pylist():
-        for name in _JSON_COLUMNS:
-            if name in row:
-                row[name] = json.loads(row[name]) if row[name] else {}
-        records.append(Record(**row))
-    return records
+    expected = _parquet_schema()
+    foreign = any(table.schema.field(n).type != expected.field(n).type for n in names if n in expected.names)
+    suspects = set(range(table.num_rows)) if foreign else _suspect_rows(table.select(names))
+    for index, row in enumerate(table.select(names).to_pylist()):
+        try:
+            for name in _JSON_COLUMNS:
+                if name in row:
+                    row[name] = json.loads(row[name]) if row[name] else {}
+            row["answers"] = row["answers"] if row["answers"] is not None else []
+            row["samples"] = row.get("samples") or []
+            rec = Record(**row)
+            if index in suspects:
+                record_from_dict(record_to_dict(rec))
+            check_required(rec, require)
+        except _FieldError as err:
+            _reject(RecordError(path, index + 1, err.field or None, err.message), skip_invalid, skips)
+            continue
+        except (TypeError, ValueError) as err:
+            _reject(RecordError(path, index + 1, None, f"malformed row ({err})"), skip_invalid, skips)
+            continue
+        yield index + 1, rec, bool(row.get("id"))
+
+
+def _suspect_rows(table: Any) -> set[int]:
+    """Rows of a record table (elical's column types) that may break a record rule, found column-wise;
+    they are checked in full afterwards, so this may over-report but never misses."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if table.num_rows == 0:
+        return set()
+    cols = {name: table[name].combine_chunks() for name in table.column_names}
+    bad = np.zeros(table.num_rows, dtype=bool)
+
+    def flag(ok: Any) -> None:  # rows where ``ok`` (a boolean array over rows) is false or null
+        bad[~ok.fill_null(False).to_numpy(zero_copy_only=False)] = True
+
+    def flag_values(name: str, ok: Callable[[Any], Any], depth: int = 1) -> None:  # rows with a list value not ok
+        values, parents = cols[name], None
+        for _ in range(depth):
+            index = pc.list_parent_indices(values).to_numpy()
+            parents = index if parents is None else parents[index]
+            values = pc.list_flatten(values)
+        if parents is not None and len(values):
+            bad[parents[~ok(values).fill_null(False).to_numpy(zero_copy_only=False)]] = True
+
+    def length(name: str) -> Any:  # -1 where absent
+        return pc.list_value_length(cols[name]).fill_null(-1).to_numpy(zero_copy_only=False) if name in cols else None
+
+    def binary(a: Any) -> Any:
+        return pc.is_in(a, value_set=pa.array([0, 1], a.type))
+
+    def logprob(a: Any) -> Any:
+        return pc.and_kleene(pc.is_finite(a), pc.less_equal(a, 1e-6))
+
+    flag(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(cols["question"])), 0))
+    bad |= length("answers") < 1
+    flag_values("answers", pc.is_valid)
+    samples = np.maximum(length("samples"), 0) if "samples" in cols else np.zeros(table.num_rows, dtype=int)
+    if "samples" in cols:
+        flag_values("samples", pc.is_valid)
+    if "greedy_correct" in cols:
+        flag(pc.or_kleene(pc.is_null(cols["greedy_correct"]), binary(cols["greedy_correct"])))
+    if "greedy_cumulative_logprob" in cols:
+        flag(pc.or_kleene(pc.is_null(cols["greedy_cumulative_logprob"]), logprob(cols["greedy_cumulative_logprob"])))
+    for name, ok, depth in (("sample_correct", binary, 1), ("sample_consistent", binary, 1),
+                            ("sample_logprobs", pc.is_valid, 1), ("sample_logprobs", logprob, 2)):
+        if name in cols:
+            flag_values(name, ok, depth)
+            bad |= (length(name) >= 0) & (length(name) != samples)
+    if "greedy_logprobs" in cols:
+        flag_values("greedy_logprobs", logprob)
+        if "greedy_tokens" in cols:
+            tokens, values = length("greedy_tokens"), length("greedy_logprobs")
+            bad |= (tokens >= 0) & (values >= 0) & (tokens != values)
+    return set(np.flatnonzero(bad).tolist())
 
 
 # --------------------------------------------------------------------------- any format
+
+RECORD_SUFFIXES = (".jsonl", ".parquet")
+
+
+def _record_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
+    """The record files of the given files and folders; an empty folder, a folder holding the same
+    name as both JSONL and Parquet, or a file given twice is an InputError."""
+    files: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix in RECORD_SUFFIXES and not p.name.startswith("."))
+            if not found:
+                raise InputError(f"{path}: no record files ({' or '.join(RECORD_SUFFIXES)}) in this folder")
+            stems: dict[str, Path] = {}
+            for file in found:
+                if file.stem in stems:
+                    raise InputError(f"{path}: holds both {stems[file.stem].name} and {file.name} (the same records "
+                                     "twice?); pass one of the files")
+                stems[file.stem] = file
+            files.extend(found)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"record file not found: {path}")
+    seen: set[Path] = set()
+    for file in files:
+        if file.resolve() in seen:
+            raise InputError(f"{file}: given twice")
+        seen.add(file.resolve())
+    return files
 
 
 def read_records(
@@ -182,36 +304,40 @@ def read_records(
 
     ``require`` names HonestyBench fields the caller's step needs (e.g. ``greedy_correctness``);
     a row without one is an error naming file, row and field (or is skipped with ``skip_invalid``).
+    Ids must be unique: an id a file states twice, or that another file also has, is such an error.
+    Only ids made from (dataset, question) may repeat, as released files repeat some questions: the
+    repeats get ``<id>-2``, ``<id>-3``, ... in reading order. An empty file or folder is an error.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files: list[Path] = []
-    for path in map(Path, paths):
-        if path.is_dir():
-            files.extend(sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".parquet")))
-        elif path.exists():
-            files.append(path)
-        else:
-            raise FileNotFoundError(f"record file not found: {path}")
     records: list[Record] = []
     skips = SkipReport()
-    for path in files:
-        if path.suffix == ".parquet":
-            for row_no, rec in enumerate(read_parquet(path), start=1):
-                try:
-                    check_required(rec, require)
-                    records.append(rec)
-                except _FieldError as err:
-                    _reject(RecordError(path, row_no, err.field, err.message), skip_invalid, skips)
-        else:
-            records.extend(
-                iter_jsonl(path, dataset=dataset, split=split, skip_invalid=skip_invalid, skips=skips, require=require)
-            )
+    first: dict[str, tuple[str, bool]] = {}  # id -> (where it was read, whether the file stated it)
+    repeats: dict[str, int] = {}
+    for path in _record_files(paths):
+        rows = (_parquet_rows(path, require, skip_invalid, skips) if path.suffix == ".parquet"
+                else _jsonl_rows(path, dataset, split, skip_invalid, skips, require))
+        count, skipped = 0, len(skips)
+        for line, rec, stated in rows:
+            count += 1
+            if rec.id in first:
+                where, stated_before = first[rec.id]
+                if stated or stated_before:
+                    _reject(RecordError(path, line, "id", f"duplicate id {rec.id!r} (also at {where})"), skip_invalid, skips)
+                    continue
+                repeats[rec.id] = repeats.get(rec.id, 1) + 1
+                rec.id = f"{rec.id}-{repeats[rec.id]}"
+            first[rec.id] = (f"{path}:{line}", stated)
+            records.append(rec)
+        if count == 0 and len(skips) == skipped:
+            raise InputError(f"{path}: no records (empty file)")
     if skips.skipped:
         shown = "\n  ".join(skips.skipped[:10])
         more = f"\n  ... and {len(skips) - 10} more" if len(skips) > 10 else ""
         warnings.warn(f"skipped {len(skips)} invalid row(s):\n  {shown}{more}", stacklevel=2)
-    return dedupe_ids(records)
+    if not records:
+        raise InputError(f"no valid records in {', '.join(map(str, paths))}")
+    return records
 
 
 def write_records(records: Sequence[Record], path: str | os.PathLike) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,15 @@ ELICAL_FIELDS = (
     "failure",
 )
 KNOWN_SPLITS = ("train", "dev", "val", "validation", "test")
+# Keys of Record.verbal: one per verbalized-confidence prompt, named as the Verbal-0/10 estimators are.
+VERBAL_KINDS = ("verbal-0", "verbal-10")
+
+
+def verbal_kind(name: str) -> str:
+    """The canonical Record.verbal key of a kind spelled any usual way: 'verbal0', 'Verbal-10', 'verbal_0'
+    become 'verbal-0' / 'verbal-10'; other names are returned unchanged."""
+    digits = re.fullmatch(r"verbal[-_ ]?(\d+)", name.strip().lower())
+    return f"verbal-{digits.group(1)}" if digits else name
 
 
 class RecordError(ValueError):

@@ -1,4 +1,4 @@
-"""Write an evaluation to a folder: metrics.csv, table.md, figures/*.png, scores/, evaluation.json."""
+"""Write an evaluation to a folder: metrics.csv, differences.csv, table.md, figures/*.png, evaluation.json."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from elical.evaluate import Evaluation
+from elical.differences import default_comparisons, paired_differences, reading
+from elical.evaluate import AVERAGE, Evaluation
 from elical.provenance import provenance
 from elical.records import atomic_write
 from elical.report import figures
@@ -22,6 +23,7 @@ class WrittenReport:
     """Paths of what :func:`write_evaluation` wrote."""
 
     metrics_csv: Path
+    differences_csv: Path
     table_md: Path
     figures: list[Path]
     config_json: Path
@@ -41,15 +43,24 @@ def write_evaluation(evaluation: Evaluation, out_dir: str | Path, inputs: dict[s
     with atomic_write(metrics_csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.6g")
 
+    differences = paired_differences(evaluation, default_comparisons(evaluation))
+    differences_csv = out / "differences.csv"
+    with atomic_write(differences_csv) as tmp:
+        differences.to_csv(tmp, index=False, float_format="%.6g")
+
     table_md = out / "table.md"
     notes = "".join(f"- {note}\n" for note in evaluation.notes)
     level = int(round(100 * evaluation.config.level))
+    averages = differences[differences.dataset == AVERAGE]
+    readings = "".join(f"- {reading(row)}\n" for _, row in averages.iterrows())
     with atomic_write(table_md) as tmp:
         tmp.write_text(
             "# Evaluation\n\n"
             f"Values x100; {level} % bootstrap intervals ({evaluation.config.n_resamples} resamples) are in "
             "metrics.csv. Averages are weighted by dataset size.\n\n"
             + render_markdown(table)
+            + (f"\n## Differences (paired bootstrap, {level} %; per dataset in differences.csv)\n\n{readings}"
+               if readings else "")
             + (f"\n## Notes\n\n{notes}" if notes else "")
         )
 
@@ -72,4 +83,4 @@ def write_evaluation(evaluation: Evaluation, out_dir: str | Path, inputs: dict[s
     config_json = out / "evaluation.json"
     with atomic_write(config_json) as tmp:
         tmp.write_text(json.dumps({**evaluation.to_config_dict(), "inputs": inputs or {}, **provenance()}, indent=2))
-    return WrittenReport(metrics_csv, table_md, written, config_json)
+    return WrittenReport(metrics_csv, differences_csv, table_md, written, config_json)

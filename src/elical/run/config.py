@@ -7,6 +7,7 @@ A preset (``elical/presets/<name>.yaml``) is the base; a user YAML is merged ove
 from __future__ import annotations
 
 import importlib.resources
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,9 +16,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from elical.annotate.config import AnnotateConfig
 from elical.honesty.config import HonestyPlan
+from elical.inputs import InputError, one_line
 from elical.yaml_config import YamlConfig, read_yaml_mapping
 
 METHOD_NAMES = {"eli-only": "Eli-Only", "cal-only": "Cal-Only", "elical": "EliCal", "head-only": "Head-Only"}
+NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+
+
+def check_name(value: str, what: str) -> str:
+    """``value`` if it is a plain name (letters, digits, '-', '_', and '.' but not first), else a ValueError:
+    a run or preset name becomes part of a path, and must not lead out of its folder."""
+    if not isinstance(value, str) or not NAME.fullmatch(value):
+        raise ValueError(f"{what} {value!r} is not a name: use letters, digits, '-', '_' and '.' (not first), "
+                         "no path separators")
+    return value
 
 
 class QuestionsConfig(BaseModel):
@@ -116,6 +128,11 @@ class RunConfig(YamlConfig):
     honesty: RunHonestyPlan | None = None  # None: no honesty comparison
     torch_threads: int | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        return check_name(value, "run name")
+
 
 def preset_names() -> list[str]:
     """Names of the packaged presets."""
@@ -126,6 +143,7 @@ def preset_names() -> list[str]:
 def _preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     """A preset's settings; ``extends: <preset>`` merges it over that preset (so a full-size preset
     states only what differs from the small one)."""
+    check_name(name, "preset")
     if name in seen:
         raise ValueError(f"preset {name!r} extends itself: {' -> '.join((*seen, name))}")
     path = importlib.resources.files("elical") / "presets" / f"{name}.yaml"
@@ -155,5 +173,4 @@ def load_run_config(preset: str = "default", path: str | Path | None = None,
         return RunConfig.model_validate(data)
     except ValidationError as err:
         where = f"{path} (over preset {preset!r})" if path is not None else f"preset {preset!r}"
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-        raise ValueError(f"{where}: {problems}") from None
+        raise InputError(f"{where}: {one_line(err)}") from None

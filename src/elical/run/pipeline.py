@@ -8,12 +8,16 @@ Run folder (architecture.md)::
     <out>/models/<method>-<budget>-s<seed>/   trained confidence models (train_summary.json, model/)
     <out>/scores/*.parquet       one prediction file per trained model, on the evaluation records
     <out>/metrics.csv            the evaluation table (per method, dataset, group, with CIs)
-    <out>/results.csv            method, budget, seed, split, metric, value
+    <out>/results.csv            method, budget, seed, split, metric, value (one row per seed)
+    <out>/differences.csv        EliCal - Cal-Only / - best training-free, per seed and seed-averaged, paired CIs
     <out>/report.md, report.html, table2.md, figures/*.png, timings.json
     <out>/honesty/               with a ``honesty:`` section: fine-tuning methods vs the EliCal gate
                                  (honesty_comparison.{csv,md,json}, answers.parquet, gate.json, adapters)
+    <out>/settings/<step>.json   what decided each step's outputs (run/fingerprints.py)
 
-Every step skips work whose output exists, so a killed run continues where it stopped.
+Every step skips work whose output exists, so a killed run continues where it stopped; a rerun with
+settings that change a step's outputs is refused before anything is written (``--overwrite`` redoes
+the changed steps), and a second process on the folder fails at once (elical.folder_lock).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elical.annotate.config import AnnotateConfig
 from elical.records import Record, atomic_write, read_parquet, write_parquet
 from elical.run.config import RunConfig
 from elical.run.subjects import Subject, build_subject
@@ -54,10 +59,29 @@ def parse_model_name(name: str) -> tuple[str, str, int]:
     return method, budget, int(seed)
 
 
+def annotate_config(cfg: RunConfig, subject: Subject) -> AnnotateConfig:
+    """The run's annotate settings for its subject: the subject's model and prompt wording."""
+    prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
+    return cfg.annotate.model_copy(update={"model": subject.model, "prompts": prompts})
+
+
+def planned_models(cfg: RunConfig) -> list[tuple[str, int | str | None, int]]:
+    """(method, budget, seed) of every model the plan trains, in order: per seed Eli-Only first (also when
+    only EliCal is planned: EliCal reuses its stage 1), then each method x budget."""
+    plan = cfg.train
+    models: list[tuple[str, int | str | None, int]] = []
+    for seed in plan.seeds:
+        if "eli-only" in plan.methods or "elical" in plan.methods:
+            models.append(("eli-only", None, seed))
+        models += [(method, budget, seed) for method in plan.methods if method != "eli-only" for budget in plan.budgets]
+    return models
+
+
 def annotate_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None],
                   chunk_done: Callable[[], None] = lambda: None) -> list[Record]:
     """Greedy answer + k samples per question, judged; records split into records/<dataset>_<split>.parquet.
     ``chunk_done`` is called after each shard is written, so a run stopped midway still records its time."""
+    from elical.annotate.models import model_version
     from elical.annotate.pipeline import annotate
     from elical.annotate.run import build_backend
 
@@ -66,11 +90,10 @@ def annotate_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[st
     if pool_file.exists() and (records_dir / "eval.parquet").exists():
         log("annotate: records exist, skipped")
         return read_parquet(pool_file) + read_parquet(records_dir / "eval.parquet")
-    prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
-    ann = cfg.annotate.model_copy(update={"model": subject.model, "prompts": prompts})
+    ann = annotate_config(cfg, subject)
     backend = build_backend(ann)
     records = annotate(subject.items, backend, None, ann, out / "annotate", progress=True,
-                       on_chunk=lambda _: chunk_done())
+                       on_chunk=lambda _: chunk_done(), versions={"model": model_version(subject.model)})
     failed = [r for r in records if r.failed]
     if failed:
         log(f"annotate: {len(failed)} question(s) failed and are left out (first: {failed[0].failure})")
@@ -137,40 +160,53 @@ def train_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str],
         raise ValueError(f"budget(s) {too_big} exceed the {pool_size} annotated training questions; "
                          "lower train.budgets or raise questions.max_train")
     made: list[Path] = []
-    plan = cfg.train
-    for seed in plan.seeds:
-        if "eli-only" in plan.methods or "elical" in plan.methods:
-            made.append(_train_one(cfg, subject, out, "eli-only", None, seed, eval_file, pool_size, log))
-            model_done()
-        for method in (m for m in plan.methods if m != "eli-only"):
-            for budget in plan.budgets:
-                made.append(_train_one(cfg, subject, out, method, budget, seed, eval_file, pool_size, log))
-                model_done()
-    if "eli-only" not in plan.methods:
+    for method, budget, seed in planned_models(cfg):
+        made.append(_train_one(cfg, subject, out, method, budget, seed, eval_file, pool_size, log))
+        model_done()
+    if "eli-only" not in cfg.train.methods:
         made = [p for p in made if not p.stem.startswith("eli-only-")]
     return made
 
 
-def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None] = print) -> RunOutput:
-    """The whole job: resumable, every step timed; returns the report path and the timings."""
+def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None] = print,
+                 overwrite: bool = False) -> RunOutput:
+    """The whole job: resumable, every step timed; returns the report path and the timings.
+
+    One process at a time per run folder (elical.folder_lock). Before anything is written, each step's
+    settings are compared with those its outputs in the folder were made with (run/fingerprints.py):
+    a difference is refused, naming the steps and settings, unless ``overwrite``, which redoes the
+    changed steps and those after them."""
+    from elical.folder_lock import folder_lock
+
+    with folder_lock(out_dir):
+        return _run_locked(cfg, Path(out_dir), log, overwrite)
+
+
+def _run_locked(cfg: RunConfig, out: Path, log: Callable[[str], None], overwrite: bool) -> RunOutput:
+    """:func:`run_pipeline` once it holds the folder's lock."""
     from elical.evaluate import EvalConfig, evaluate
     from elical.predictions import read_predictions
     from elical.provenance import provenance
+    from elical.run.fingerprints import check_run_folder
     from elical.run.report import write_run_report
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    clock, cpu_clock = time.perf_counter(), time.process_time()
+    subject = build_subject(cfg)
+    redone = check_run_folder(cfg, subject, out, overwrite)
+    if redone:
+        log(f"overwrite: redoing {', '.join(redone)}")
     if cfg.torch_threads:
         import torch
 
         torch.set_num_threads(cfg.torch_threads)
     cfg.to_yaml(out / "config.yaml")
     result = RunOutput(out)
-    clock, cpu_clock = time.perf_counter(), time.process_time()
     timing_file = out / "timings.json"
     earlier = json.loads(timing_file.read_text()) if timing_file.exists() else {}
-    # time spent on a step by earlier invocations that stopped before it finished (their work is kept)
-    carried: dict[str, dict[str, float]] = earlier.get("partial", {})
+    # time spent on a step by earlier invocations that stopped before it finished (their work is kept,
+    # unless overwrite discarded it)
+    carried: dict[str, dict[str, float]] = {step: took for step, took in earlier.get("partial", {}).items()
+                                            if not any(name.split("-", 1)[0] == step for name in redone)}
     partial: dict[str, dict[str, float]] = dict(carried)
 
     def spent(step: str) -> dict[str, float]:
@@ -208,10 +244,7 @@ def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None]
         with atomic_write(timing_file) as tmp:
             tmp.write_text(json.dumps(meta, indent=2))
 
-    subject_info: dict[str, Any] = {}
-
-    subject = build_subject(cfg)
-    subject_info.update(subject.info)
+    subject_info: dict[str, Any] = dict(subject.info)
     lap("questions")
     log(f"subject {cfg.subject}: {len(subject.items)} questions, model {subject.model}")
     annotated = (out / "records" / "eval.parquet").exists()

@@ -1,4 +1,5 @@
-"""The run's report folder: results.csv, summary.csv, table2.md, figures, report.md and report.html.
+"""The run's report folder: results.csv (per seed), summary.csv, differences.csv, table2.md, figures, report.md
+and report.html.
 
 The report is a list of blocks (headings, paragraphs, tables, images) rendered twice, as Markdown
 and as standalone HTML, so both always hold the same sections.
@@ -22,6 +23,7 @@ from elical.records import Record, atomic_write
 from elical.report import figures as lead_figures
 from elical.report.tables import metric_label, metric_matrix, render_markdown
 from elical.run.config import RunConfig
+from elical.run.differences import readings, run_differences, summary_table
 from elical.run.figures import consistency_exposure_plot, metric_vs_labels
 from elical.run.honesty import HonestyOutcome, display_table, honesty_results
 from elical.run.results import (
@@ -33,8 +35,8 @@ from elical.run.results import (
 )
 
 HONESTY_SECTION = "Honesty (Alignment for Honesty vs EliCal gate)"
-SECTIONS = ("Findings", "Setup", "Table 2", "Confidence vs labels", "Self-consistency and exposure",
-            "Reliability diagrams", "Notes")
+SECTIONS = ("Findings", "Setup", "Table 2", "Differences (paired bootstrap)", "Confidence vs labels",
+            "Self-consistency and exposure", "Reliability diagrams", "Notes")
 
 
 @dataclass
@@ -134,6 +136,9 @@ def write_run_report(cfg: RunConfig, subject, records: Sequence[Record], evaluat
     summary = seed_summary(results)
     with atomic_write(out / "summary.csv") as tmp:
         summary.to_csv(tmp, index=False, float_format="%.6g")
+    differences = run_differences(evaluation, results, pool_size)
+    with atomic_write(out / "differences.csv") as tmp:
+        differences.to_csv(tmp, index=False, float_format="%.6g")
     mean_table = mean_metrics_table(table, pool_size)
     ece = evaluation.config.ece_name
     with atomic_write(out / "table2.md") as tmp:
@@ -164,9 +169,9 @@ def write_run_report(cfg: RunConfig, subject, records: Sequence[Record], evaluat
         if _reliability(evaluation, method, {"in-domain"}, subject.groups, f"{label}, in-domain, seed {seed0}", path):
             reliability.append((path, label))
 
-    found = findings(results, records, pool_size)
+    found = findings(results, records, pool_size, differences=differences)
     blocks = build_blocks(cfg, subject, records, evaluation, mean_table, found, exposure, reliability, timings,
-                          pool_size, cpu_seconds or {})
+                          pool_size, cpu_seconds or {}, differences)
     if honesty is not None:
         blocks[-2:-2] = honesty_blocks(honesty)  # before the notes
     md_path = out / "report.md"
@@ -201,13 +206,34 @@ def honesty_blocks(honesty: HonestyOutcome) -> list[Block]:
     ]
 
 
+def difference_blocks(differences: pd.DataFrame, evaluation: Evaluation, pool_size: int) -> list[Block]:
+    """The differences section: how the intervals are made, one sentence per AUROC comparison, a summary table."""
+    level = int(round(100 * evaluation.config.level))
+    blocks = [Block("h2", "Differences (paired bootstrap)")]
+    if differences.empty:
+        return blocks + [Block("p", "No EliCal model to compare (differences.csv is empty).")]
+    blocks.append(Block("p", (
+        f"A - B with {level} % paired bootstrap intervals ({evaluation.config.n_resamples} resamples): both "
+        "methods are scored on the same resampled questions, and group averages weight datasets by size. "
+        "Each seed's models are compared with each other; the seed-averaged difference averages the per-seed "
+        "differences replicate by replicate, so its interval is over questions, and 'better in k of n seeds' "
+        "(from the per-seed values in results.csv) shows how the seeds agree. 'Best training-free' is the "
+        "training-free method with the best value on that split and metric. Every row, per dataset and per "
+        "seed, is in differences.csv.")))
+    blocks.append(Block("ul", readings(differences, pool_size, "auroc")))
+    shown = summary_table(differences, ["auroc", evaluation.config.ece_name, "alignment"], pool_size)
+    if not shown.empty:
+        blocks.append(Block("table", shown, "Seed-averaged differences, group averages (* interval excludes 0)"))
+    return blocks
+
+
 def _verdict(holds: bool | None) -> str:
     return "YES" if holds else "not measurable" if holds is None else "NO"
 
 
 def build_blocks(cfg: RunConfig, subject, records: Sequence[Record], evaluation: Evaluation,
                  mean_table: pd.DataFrame, found, exposure: pd.DataFrame, reliability, timings: dict[str, float],
-                 pool_size: int, cpu_seconds: dict[str, float]) -> list[Block]:
+                 pool_size: int, cpu_seconds: dict[str, float], differences: pd.DataFrame) -> list[Block]:
     """The report's sections, in order (see SECTIONS)."""
     evaluated = [r for r in records if r.split != "train" and not r.failed]
     by_group: dict[str, int] = {}
@@ -246,6 +272,7 @@ def build_blocks(cfg: RunConfig, subject, records: Sequence[Record], evaluation:
     for metric in ("auroc", evaluation.config.ece_name, "alignment"):
         if metric in set(mean_table.metric):
             blocks.append(Block("table", _x100(metric_matrix(mean_table, metric)), metric_label(metric)))
+    blocks += difference_blocks(differences, evaluation, pool_size)
     blocks.append(Block("h2", "Confidence vs labels"))
     blocks.append(Block("img", "figures/auroc_vs_labels.png", "AUROC against labelled questions (paper Figure 5)"))
     blocks.append(Block("img", "figures/alignment_vs_labels.png",

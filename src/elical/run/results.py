@@ -138,9 +138,24 @@ def _mean(summary: pd.DataFrame, method: str, budget: int, split: str, metric: s
     return float(row["mean"].iloc[0]), float(row["std"].fillna(0).iloc[0]), int(row["n"].iloc[0])
 
 
+def _paired_interval(differences: pd.DataFrame | None, method_b: str, budget: int, split: str, metric: str) -> str:
+    """'; paired difference +0.075 [0.031, 0.118]' of the seed-averaged EliCal - method_b row, if there is one."""
+    if differences is None or differences.empty:
+        return ""
+    group, _, dataset = split.partition("/")
+    row = differences[(differences.method_a == "EliCal") & (differences.method_b == method_b)
+                      & (differences.budget == budget) & (differences.seed == "mean") & (differences.group == group)
+                      & (differences.dataset == (dataset or AVERAGE)) & (differences.metric == metric)]
+    if row.empty:
+        return ""
+    r = row.iloc[0]
+    return f"; paired difference {r['diff']:+.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+
+
 def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, split: str = "in-domain",
-             consistency_method: str = "Consis-Sem") -> list[Finding]:
-    """The report's four measured claims."""
+             consistency_method: str = "Consis-Sem", differences: pd.DataFrame | None = None) -> list[Finding]:
+    """The report's measured claims; with the run's ``differences`` (differences.csv) the EliCal vs Cal-Only
+    claim also carries its paired bootstrap interval."""
     summary = seed_summary(results)
     out: list[Finding] = []
     auroc_sc, _, _ = _mean(summary, consistency_method, 0, split, "auroc")
@@ -192,7 +207,8 @@ def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, s
     out.append(Finding(f"Does EliCal beat Cal-Only at the smallest budget ({smallest} labels)?",
                        bool(e > c_) if measurable else None,
                        f"AUROC {split}: EliCal {e:.3f} ± {es:.3f} vs Cal-Only {c_:.3f} ± {cs:.3f} "
-                       f"(mean ± sd over {en} seeds; EliCal higher in {wins} of {len(wide)} seeds)",
+                       f"(mean ± sd over {en} seeds; EliCal higher in {wins} of {len(wide)} seeds"
+                       f"{_paired_interval(differences, 'Cal-Only', smallest, split, 'auroc')})",
                        {"elical": e, "cal_only": c_, "wins": wins, "seeds": len(wide)}))
     top = max(pool_size, max(shared))
     ref_candidates = {m: _mean(summary, m, top, split, "auroc")[0] for m in ("Cal-Only", "EliCal")}

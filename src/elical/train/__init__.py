@@ -8,8 +8,11 @@ Usage::
     accelerate launch --config_file src/elical/train/accelerate/ddp.yaml -m elical.cli train ...
 
 Every setting lives in :class:`elical.train.config.TrainConfig` (YAML via ``-c``, ``--set key=value``).
-Outputs: ``train_config.yaml`` and ``run.json`` (config, seed, versions), one folder per stage with its
-``best/`` model (selected on a validation split carved from the training pool), a resumable
-``checkpoint/`` and ``done.json``; ``model/`` is the final model (a standard peft adapter with the
-head, plus ``elical_model.json``).
+Outputs: ``train_config.yaml`` and ``run.json`` (config, seed, versions), ``settings/train.json`` (mode
+and stages), one folder per stage with its ``best/`` model (selected on a validation split carved from the
+training pool, see :mod:`elical.train.selection`), ``history.json`` (validation MSE and AUROC per epoch,
+epoch 0 = the starting point), ``settings/<stage>.json`` (what decides its output; a rerun with other
+settings is refused), a resumable ``checkpoint/`` (safetensors + JSON) and ``done.json``;
+``training_log.csv`` and ``train_summary.json`` gather the stages; ``model/`` is the final model (a
+standard peft adapter with the head, plus ``elical_model.json``).
 """

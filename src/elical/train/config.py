@@ -11,6 +11,11 @@ from elical.model import QA_TEMPLATE, SYSTEM_PROMPT, ModelConfig
 from elical.yaml_config import YamlConfig
 
 Mode = Literal["eli-only", "cal-only", "elical", "head-only"]
+# Settings that change how fast a model trains or where it is written, not the model: changing them
+# never blocks a resume (every other setting is part of a stage's recorded settings, see trainer.py).
+# Packing, micro-batches, compilation and the attention kernel only reorder floating-point sums.
+SPEED_SETTINGS = frozenset({"output_dir", "micro_batch_size", "packing", "tokens_per_batch", "row_length",
+                            "compile", "attn_implementation", "save_steps"})
 
 
 class TrainConfig(YamlConfig):
@@ -24,40 +29,47 @@ class TrainConfig(YamlConfig):
     seed: int = 0
     # model
     head: Literal["linear", "mlp"] = "linear"
-    lora_r: int = 8
+    lora_r: int = Field(8, ge=1)
     lora_alpha: int = 16
     lora_dropout: float = 0.0
     target_modules: str | list[str] = "all-linear"
     qa_template: str = QA_TEMPLATE
     system_prompt: str | None = SYSTEM_PROMPT
-    max_length: int = 512
+    max_length: int = Field(512, ge=1)
     dtype: str = "auto"
     attn_implementation: str = "sdpa"
     # targets and data
     cal_target: Literal["samples", "greedy"] = "samples"
     head_only_target: Literal["cal", "eli"] = "cal"
-    budget: int | None = Field(None, description="labelled questions for calibration (None: all)")
-    val_fraction: float = 0.1
+    budget: int | None = Field(None, ge=1, description="labelled questions for calibration (None: all)")
+    val_fraction: float = Field(0.1, gt=0, lt=1)
     # optimisation
     loss: Literal["mse", "bce"] = "mse"
-    lr: float = 5e-5
-    lr_stage2: float | None = None
-    lr_head_only: float = 1e-3
+    lr: float = Field(5e-5, gt=0)
+    lr_stage2: float | None = Field(None, gt=0)
+    lr_head_only: float = Field(1e-3, gt=0)
     weight_decay: float = 0.1
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0
-    epochs_stage1: int = 10
-    epochs_stage2: int | None = Field(None, description="None: 50 when <= 10k labels, else 15 (authors)")
-    patience: int = 4
+    epochs_stage1: int = Field(10, ge=1)
+    epochs_stage2: int | None = Field(None, ge=1, description="None: 50 when <= 10k labels, else 15 (authors)")
+    patience: int = Field(4, ge=1, description="epochs after warm-up that stop a stage early (see selection)")
+    selection: Literal["noise-aware", "best", "last"] = Field(
+        "noise-aware", description=(
+            "which epoch a stage keeps (never one that ends inside the lr warm-up). noise-aware: the lowest "
+            "validation MSE only if it beats the last epoch by more than selection_z paired standard errors, "
+            "else the last; early stop after `patience` epochs in a row clearly worse than the lowest. best: "
+            "lowest validation MSE, early stop after `patience` epochs without a lower one. last: no early stop"))
+    selection_z: float = Field(2.0, ge=0, description="standard errors that make a validation difference clear")
     batch_size: int = 512
-    micro_batch_size: int = 16  # questions per forward when packing is off
+    micro_batch_size: int = Field(16, ge=1)  # questions per forward when packing is off
     # speed
     packing: bool = True
     tokens_per_batch: int = 8192
     row_length: int = 1024
     compile: bool | None = Field(None, description="compile decoder layers (None: on when training on CUDA)")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"
-    save_steps: int = 200
+    save_steps: int = Field(200, ge=0, description="optimizer steps between mid-epoch checkpoints (0: epoch ends only)")
 
     @field_validator("mixed_precision", mode="before")
     @classmethod

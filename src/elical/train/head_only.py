@@ -14,7 +14,8 @@ import torch
 
 from elical.train.batching import packed_batches
 from elical.train.config import TrainConfig
-from elical.train.loop import StageData, TrainingError, epoch_batches, per_question_loss
+from elical.train.loop import Stage, StageData, TrainingError, epoch_batches, per_question_loss
+from elical.train.selection import Selector, validation_metrics
 
 
 @torch.inference_mode()
@@ -44,12 +45,14 @@ def extract_features(model, seqs: Sequence[Sequence[int]], indices: Sequence[int
 
 def cached_features(model, data: StageData, cfg: TrainConfig, cache_dir: Path, accelerator,
                     show_progress: bool = True) -> torch.Tensor:
-    """Features of all train+val questions, read from the cache when the same prompts were seen."""
+    """Features of all train+val questions, read from the cache (safetensors) when the same prompts were seen."""
+    from safetensors.torch import load_file, save_file
+
     indices = sorted(set(data.train) | set(data.val))
     key = hashlib.sha1(json.dumps([cfg.model, [data.seqs[i] for i in indices]]).encode()).hexdigest()[:16]
-    path = cache_dir / f"features-{key}.pt"
+    path = cache_dir / f"features-{key}.safetensors"
     if path.exists():
-        return torch.load(path, weights_only=True)
+        return load_file(str(path))["features"]
     from rich.progress import Progress
 
     with Progress(disable=not (show_progress and accelerator.is_main_process), transient=True) as bar:
@@ -63,27 +66,42 @@ def cached_features(model, data: StageData, cfg: TrainConfig, cache_dir: Path, a
     if accelerator.is_main_process:
         cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        torch.save(table, tmp)
+        save_file({"features": table}, str(tmp))
         tmp.rename(path)
     return table
 
 
-def train_head(model, data: StageData, cfg: TrainConfig, features: torch.Tensor, epochs: int,
+def train_head(model, data: StageData, cfg: TrainConfig, features: torch.Tensor, stage: Stage,
                stage_dir: Path, save_best) -> dict[str, Any]:
-    """Train only the head on cached features with AdamW + warmup/decay; select on validation MSE."""
+    """Train only the head on cached features with AdamW + warmup/decay; the model kept, early stopping
+    and the recorded history (epoch 0 included) follow the same rule as LoRA stages (selection.Selector)."""
     from transformers import get_linear_schedule_with_warmup
 
     head = model.head
     device = next(head.parameters()).device
     torch.manual_seed(cfg.seed)
     params = [p for p in head.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr_head_only, weight_decay=cfg.weight_decay)
-    total = math.ceil(len(data.train) / cfg.batch_size) * epochs
-    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total), total)
+    optimizer = torch.optim.AdamW(params, lr=stage.lr, weight_decay=cfg.weight_decay)
+    total = math.ceil(len(data.train) / cfg.batch_size) * stage.epochs
+    warmup = math.ceil(cfg.warmup_ratio * total)
+    scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total)
+    selector = Selector(cfg.selection, warmup, cfg.patience, cfg.selection_z)
     targets = torch.tensor(data.targets, dtype=torch.float32)
-    val_x, val_y = features[data.val].to(device), targets[data.val].to(device)
-    best, best_epoch, bad, history = math.inf, -1, 0, []
-    for epoch in range(epochs):
+    val_x = features[data.val].to(device)
+    val_targets = [data.targets[i] for i in data.val]
+    history: list[dict[str, Any]] = []
+
+    def validate(epoch: int, step: int, train_loss: float | None) -> list[float]:
+        head.eval()
+        with torch.no_grad():
+            conf = torch.sigmoid(head(val_x).squeeze(-1)).tolist()
+        history.append({"epoch": epoch, "step": step, "lr": scheduler.get_last_lr()[0], "train_loss": train_loss,
+                        **validation_metrics(conf, val_targets, data.val_labels())})
+        return conf
+
+    last = validate(0, 0, None)
+    best, best_epoch, best_conf, bad, step = math.inf, -1, last, 0, 0
+    for epoch in range(stage.epochs):
         head.train()
         losses = []
         for batch in epoch_batches(data.train, cfg.batch_size, cfg.seed, epoch):
@@ -91,23 +109,31 @@ def train_head(model, data: StageData, cfg: TrainConfig, features: torch.Tensor,
             loss = per_question_loss(head(x).squeeze(-1), y, cfg.loss).mean()
             if not torch.isfinite(loss):
                 raise TrainingError(f"head-only: loss became {loss.item()} at epoch {epoch + 1}; stopped. "
-                                    f"Best model so far: {stage_dir / 'best'}. Lower lr_head_only ({cfg.lr_head_only}).")
+                                    f"Best model so far: {stage_dir / 'best'}. Lower lr_head_only ({stage.lr}).")
             loss.backward()
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             losses.append(loss.item())
-        head.eval()
-        with torch.no_grad():
-            val = float(((torch.sigmoid(head(val_x).squeeze(-1)) - val_y) ** 2).mean())
-        history.append({"epoch": epoch + 1, "train_loss": sum(losses) / len(losses), "val_mse": val})
-        if val < best:
-            best, best_epoch, bad = val, epoch + 1, 0
-            save_best(model, stage_dir / "best", {"stage": "head-only", "epoch": epoch + 1, "val_mse": val})
-        else:
-            bad += 1
-            if bad >= cfg.patience:
-                break
-    return {"stage": "head-only", "best_val_mse": best, "best_epoch": best_epoch, "epochs_run": len(history),
-            "history": history, "train_size": len(data.train), "val_size": len(data.val),
-            "best": str(stage_dir / "best")}
+            step += 1
+        last = validate(epoch + 1, step, sum(losses) / len(losses))
+        val = history[-1]["val_mse"]
+        if not selector.eligible(step):
+            continue
+        improved = val < best
+        if improved:
+            best, best_epoch, best_conf = val, epoch + 1, last
+            save_best(model, stage_dir / "best", {"stage": stage.name, "epoch": epoch + 1, "val_mse": val})
+        bad = selector.bad_epochs(bad, improved, best_conf, last, val_targets)
+        if bad >= cfg.patience:
+            break
+    epochs_run = len(history) - 1
+    chosen, reason = selector.final(best_epoch, epochs_run, best_conf, last, val_targets)
+    chosen_val = history[chosen]["val_mse"]  # history[e] is epoch e
+    if chosen != best_epoch:
+        save_best(model, stage_dir / "best", {"stage": stage.name, "epoch": chosen, "val_mse": chosen_val,
+                                              "reason": reason})
+    return {"stage": stage.name, "best_val_mse": chosen_val, "best_epoch": chosen, "selection": reason,
+            "selection_rule": cfg.selection, "lowest_val_epoch": best_epoch, "warmup_steps": warmup,
+            "epochs_run": epochs_run, "steps": step, "history": history, "train_size": len(data.train),
+            "val_size": len(data.val), "best": str(stage_dir / "best")}

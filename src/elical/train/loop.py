@@ -1,5 +1,6 @@
 """One training stage with accelerate: packed micro-batches, AdamW + linear warmup/decay, validation
-each epoch for checkpoint selection and early stopping, NaN guard, resumable checkpoints.
+each epoch (MSE and AUROC, recorded) for model selection and early stopping (elical.train.selection),
+NaN guard, resumable checkpoints.
 
 Runs unchanged on one CPU/GPU, under ``accelerate launch`` with DDP on several GPUs or machines, and
 with FSDP (see ``elical/train/accelerate_fsdp.yaml``): the Accelerator does all process management.
@@ -22,7 +23,8 @@ import torch.nn.functional as F
 from elical.train.batching import make_batches
 from elical.train.checkpoint import StageState, load_checkpoint, save_checkpoint
 from elical.train.config import TrainConfig
-from elical.train.predict import predict_logits
+from elical.train.predict import predict_logits, sigmoid
+from elical.train.selection import Selector, validation_metrics
 
 
 class TrainingError(RuntimeError):
@@ -31,22 +33,31 @@ class TrainingError(RuntimeError):
 
 @dataclass
 class StageData:
-    """Tokenized prompts of all records, targets, and this stage's train/validation indices."""
+    """Tokenized prompts of all records, targets, and this stage's train/validation indices.
+
+    ``labels``: 0/1 correctness per record (NaN where unknown), for the validation AUROC only."""
 
     seqs: list[list[int]]
     targets: list[float]
     train: list[int]
     val: list[int]
     pad_id: int
+    labels: list[float] | None = None
+
+    def val_labels(self) -> list[float] | None:
+        """Correctness of the validation questions, or None."""
+        return None if self.labels is None else [self.labels[i] for i in self.val]
 
 
 @dataclass
 class Stage:
-    """Name (also the folder), epochs and learning rate of a stage."""
+    """Name (also the folder), epochs and learning rate of a stage; ``fingerprint`` is the digest of
+    its settings, which a checkpoint must carry to be resumed."""
 
     name: str
     epochs: int
     lr: float
+    fingerprint: str = ""
 
 
 def per_question_loss(logits: torch.Tensor, target: torch.Tensor, kind: str) -> torch.Tensor:
@@ -72,17 +83,20 @@ def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
 
 
-def validation_mse(wrapped, data: StageData, cfg: TrainConfig, accelerator) -> float:
-    """Mean squared error of the confidence on the validation split (selection criterion)."""
+def validation_confidences(wrapped, data: StageData, cfg: TrainConfig, accelerator) -> list[float]:
+    """Confidence of each validation question, in ``data.val`` order."""
     logits = predict_logits(wrapped, data.seqs, data.val, data.pad_id, 2 * cfg.tokens_per_batch,
                             cfg.row_length, accelerator)
-    errors = [(1 / (1 + math.exp(-logits[i])) - data.targets[i]) ** 2 for i in data.val]
-    return sum(errors) / len(errors)
+    return [sigmoid(logits[i]) for i in data.val]
 
 
 def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerator, stage_dir: Path,
               save_best, show_progress: bool = True) -> dict[str, Any]:
-    """Train one stage; ``save_best(wrapped, path, info)`` writes the selected model. Returns a summary."""
+    """Train one stage; ``save_best(wrapped, path, info)`` writes the selected model. Returns a summary.
+
+    Every epoch (and once before the first, as epoch 0) the validation MSE and AUROC are recorded in
+    ``history.json``; the model kept is chosen by :class:`elical.train.selection.Selector`. A finished
+    stage (``done.json``) returns its summary: the trainer has checked that its settings match."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
     from transformers import get_linear_schedule_with_warmup
 
@@ -93,20 +107,32 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
         raise ValueError(f"{stage.name}: empty training or validation split")
     steps_per_epoch = math.ceil(len(data.train) / cfg.batch_size)
     total = steps_per_epoch * stage.epochs
+    warmup = math.ceil(cfg.warmup_ratio * total)
+    selector = Selector(cfg.selection, warmup, cfg.patience, cfg.selection_z)
     optimizer = _optimizer(model, stage.lr, cfg.weight_decay)
-    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(cfg.warmup_ratio * total), total)
+    scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total)
     if cfg.compile or (cfg.compile is None and accelerator.device.type == "cuda"):
         model.compile_layers()  # 1.3x on a 7B model (benchmarks/bench_train.py); a minute to compile
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     ckpt = stage_dir / "checkpoint"
-    fingerprint = _fingerprint(stage, data, cfg)
-    state = load_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler) or StageState(fingerprint=fingerprint)
-    if state.fingerprint != fingerprint:
+    state = load_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler) or StageState(fingerprint=stage.fingerprint)
+    if state.fingerprint != stage.fingerprint:
         raise ValueError(f"{ckpt} holds a checkpoint of a different run (other data, model or settings); "
-                         f"use another output folder or delete {stage_dir}")
+                         f"use another output folder or rerun with --overwrite")
     if state.global_step:
         accelerator.print(f"{stage.name}: resuming from {ckpt} (epoch {state.epoch + 1}, "
                           f"step {state.step_in_epoch}/{steps_per_epoch})")
+    val_targets = [data.targets[i] for i in data.val]
+
+    def validate(epoch: int, train_loss: float | None) -> list[float]:
+        conf = validation_confidences(wrapped, data, cfg, accelerator)
+        state.history.append({"epoch": epoch, "step": state.global_step, "lr": scheduler.get_last_lr()[0],
+                              "train_loss": train_loss,
+                              **validation_metrics(conf, val_targets, data.val_labels())})
+        return conf
+
+    if not state.history:  # epoch 0: where the stage starts from
+        state.last_confidences = validate(0, None)
     targets = torch.tensor(data.targets, dtype=torch.float32)
     rank, world = accelerator.process_index, accelerator.num_processes
     wrapped.train()
@@ -114,9 +140,8 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
                TextColumn("{task.fields[info]}")]
     with Progress(*columns, disable=not (show_progress and accelerator.is_main_process)) as bar:
         task = bar.add_task(stage.name, total=total, completed=state.global_step, info="")
-        for epoch in range(state.epoch, stage.epochs):
+        for epoch in range(state.epoch, state.epoch if state.stopped else stage.epochs):
             batches = epoch_batches(data.train, cfg.batch_size, cfg.seed, epoch)
-            running = []
             for step in range(state.step_in_epoch, len(batches)):
                 loss = _train_step(wrapped, batches[step], rank, world, data, targets, cfg, accelerator)
                 if not math.isfinite(loss):
@@ -127,54 +152,66 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
-                running.append(loss)
+                state.loss_sum += loss
+                state.loss_steps += 1
                 state.global_step += 1
                 state.step_in_epoch = step + 1
-                bar.update(task, advance=1, info=f"epoch {epoch + 1} loss {sum(running) / len(running):.4f}")
+                bar.update(task, advance=1, info=f"epoch {epoch + 1} loss {state.loss_sum / state.loss_steps:.4f}")
                 if cfg.save_steps and state.global_step % cfg.save_steps == 0 and step + 1 < len(batches):
                     _check_finite(wrapped, stage, epoch, step, ckpt, stage_dir)
                     save_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler, state)
             _check_finite(wrapped, stage, epoch, len(batches) - 1, ckpt, stage_dir)
-            val = validation_mse(wrapped, data, cfg, accelerator)
-            train_loss = sum(running) / len(running) if running else float("nan")
-            state.history.append({"epoch": epoch + 1, "train_loss": train_loss, "val_mse": val,
-                                  "lr": scheduler.get_last_lr()[0]})
-            if val < state.best_val:
-                state.best_val, state.best_epoch, state.bad_epochs = val, epoch + 1, 0
+            train_loss = state.loss_sum / state.loss_steps if state.loss_steps else float("nan")
+            conf = validate(epoch + 1, train_loss)
+            val = state.history[-1]["val_mse"]
+            eligible = selector.eligible(state.global_step)
+            improved = eligible and val < state.best_val
+            if improved:
+                state.best_val, state.best_epoch, state.best_confidences = val, epoch + 1, conf
                 save_best(wrapped, stage_dir / "best", {"stage": stage.name, "epoch": epoch + 1, "val_mse": val})
-            else:
-                state.bad_epochs += 1
-            state.epoch, state.step_in_epoch = epoch + 1, 0
+            if eligible:
+                state.bad_epochs = selector.bad_epochs(state.bad_epochs, improved, state.best_confidences, conf,
+                                                       val_targets)
+            state.last_confidences = conf
+            state.epoch, state.step_in_epoch, state.loss_sum, state.loss_steps = epoch + 1, 0, 0.0, 0
+            state.stopped = state.bad_epochs >= cfg.patience
             save_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler, state)
-            accelerator.print(f"{stage.name} epoch {epoch + 1}: train loss {train_loss:.4f}, val MSE {val:.4f}"
-                              f"{' (best)' if state.best_epoch == epoch + 1 else ''}")
-            if state.bad_epochs >= cfg.patience:
-                accelerator.print(f"{stage.name}: early stop, no val improvement for {cfg.patience} epochs")
-                break
-    summary = {"stage": stage.name, "best_val_mse": state.best_val, "best_epoch": state.best_epoch,
+            _write_history(stage_dir, state.history, accelerator)
+            auroc = state.history[-1]["val_auroc"]
+            accelerator.print(f"{stage.name} epoch {epoch + 1}: train loss {train_loss:.4f}, val MSE {val:.4f}, "
+                              f"val AUROC {auroc:.3f}{' (lowest after warm-up)' if improved else ''}")
+            if state.stopped:
+                accelerator.print(f"{stage.name}: early stop after {cfg.patience} epochs {selector.stop_reason()}")
+    chosen, reason = selector.final(state.best_epoch, state.epoch, state.best_confidences, state.last_confidences,
+                                    val_targets)
+    chosen_val = next(h["val_mse"] for h in state.history if h["epoch"] == chosen)
+    if chosen != state.best_epoch:  # the model in memory is the last epoch's
+        save_best(wrapped, stage_dir / "best", {"stage": stage.name, "epoch": chosen, "val_mse": chosen_val,
+                                                "reason": reason})
+    accelerator.print(f"{stage.name}: keeps epoch {chosen} ({reason})")
+    summary = {"stage": stage.name, "best_val_mse": chosen_val, "best_epoch": chosen, "selection": reason,
+               "selection_rule": cfg.selection, "lowest_val_epoch": state.best_epoch, "warmup_steps": warmup,
                "epochs_run": state.epoch, "steps": state.global_step, "history": state.history,
                "train_size": len(data.train), "val_size": len(data.val), "best": str(stage_dir / "best")}
+    _write_history(stage_dir, state.history, accelerator)
     if accelerator.is_main_process:
         done_file.write_text(json.dumps(summary, indent=1))
     accelerator.wait_for_everyone()
     return summary
 
 
-def _fingerprint(stage: Stage, data: StageData, cfg: TrainConfig) -> str:
-    """What a checkpoint must match to be resumed: stage, data, targets and the schedule's settings."""
-    import hashlib
-
-    key = [stage.name, stage.epochs, stage.lr, cfg.model, cfg.seed, cfg.batch_size, cfg.loss, cfg.lora_r,
-           cfg.head, data.train, data.val, [data.targets[i] for i in data.train], [data.seqs[i] for i in data.val]]
-    return hashlib.sha1(json.dumps(key).encode()).hexdigest()
+def _write_history(stage_dir: Path, history: list[dict[str, Any]], accelerator) -> None:
+    """The stage's per-epoch record, readable while it trains."""
+    if accelerator.is_main_process:
+        (stage_dir / "history.json").write_text(json.dumps(history, indent=1))
 
 
 def _stopped(what: str, stage: Stage, epoch: int, step: int, ckpt: Path, stage_dir: Path) -> TrainingError:
     kept = f"the last good checkpoint is {ckpt}" if ckpt.exists() else "no checkpoint was written yet"
     return TrainingError(
         f"{stage.name}: {what} at epoch {epoch + 1}, step {step + 1}; training stopped and nothing non-finite "
-        f"was saved; {kept} (best model so far: {stage_dir / 'best'}). Check the targets; a lower learning "
-        f"rate than lr={stage.lr} needs a fresh output folder (a rerun here resumes the same schedule)."
+        f"was saved; {kept} (best model so far: {stage_dir / 'best'}). Check the targets; to try a lower "
+        f"learning rate than lr={stage.lr}, rerun with it and --overwrite (or into a new folder)."
     )
 
 

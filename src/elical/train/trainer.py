@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from elical.folder_lock import holding_launch_lock
 from elical.records import Record, read_records
 from elical.train.budgets import budget_subset, split_validation
 from elical.train.config import TrainConfig
@@ -23,9 +24,11 @@ from elical.train.targets import has_target, require_targets, target_kind, targe
 
 @dataclass
 class StagePlan:
-    """Targets (per record; None where unused) and train/val indices of one stage."""
+    """Targets and 0/1 correctness labels (per record; None where unused) and train/val indices of one
+    stage; the labels only score the validation AUROC."""
 
     targets: list[float | None]
+    labels: list[float | None]
     train: list[int]
     val: list[int]
 
@@ -48,24 +51,168 @@ def plan_stages(records: Sequence[Record], cfg: TrainConfig) -> dict[str, StageP
             chosen = budget_subset([records[i] for i in labelled], cfg.budget, cfg.seed)
             pool = [labelled[i] for i in chosen]
         targets = [target_value(r, kind) if has_target(r, kind) else None for r in records]
+        # correctness of the greedy answer where the stage's labels are correctness (calibration)
+        labels = [float(r.greedy_correct) if stage == "cal" and r.greedy_correct is not None else None
+                  for r in records]
         train, val = split_validation(pool, records, cfg.val_fraction, cfg.seed)
-        plans[stage] = StagePlan(targets, train, val)
+        plans[stage] = StagePlan(targets, labels, train, val)
     return plans
 
 
-def _mixed_precision(cfg: TrainConfig) -> str:
+STAGE_NAMES = {"eli": "stage1-eli", "cal": "stage2-cal"}  # elical; cal-only and head-only name their one stage
+SETTINGS_STEP = "train"  # the whole run's record: mode and the digest of each stage
+RUN_OUTPUTS = ("model", "train_summary.json", "training_log.csv")
+
+
+@dataclass
+class StageSpec:
+    """One stage of the run: its folder name, data key ('eli'/'cal'), epochs, learning rate and the
+    settings that decide its output (see :func:`stage_settings`)."""
+
+    name: str
+    data: str
+    epochs: int
+    lr: float
+    settings: dict[str, Any]
+
+
+def _precision(cfg: TrainConfig) -> dict[str, str]:
+    """Weight dtype and mixed precision as they resolve on this machine (both change the numbers)."""
     import torch
 
-    if cfg.mixed_precision != "auto":
-        return cfg.mixed_precision
-    return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "no"
+    from elical.model import resolve_dtype
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    mixed = cfg.mixed_precision
+    if mixed == "auto":
+        mixed = "bf16" if device == "cuda" and torch.cuda.is_bf16_supported() else "no"
+    return {"dtype": str(resolve_dtype(cfg.dtype, device)).removeprefix("torch."), "mixed_precision": mixed}
 
 
-def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True) -> dict[str, Any]:
-    """Run the training of ``cfg.mode`` on the records in ``inputs``; the model lands in output_dir/model."""
+def _data_version(records: Sequence[Record], plan: StagePlan) -> str:
+    """A short hash of a stage's questions (id and prompt), targets and train/val split."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for part, indices in (("train", plan.train), ("val", plan.val)):
+        for i in indices:
+            rec = records[i]
+            h.update(json.dumps([part, rec.id, rec.prompt or rec.question, plan.targets[i]]).encode())
+    return h.hexdigest()[:16]
+
+
+def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequence[Record], epochs: int, lr: float,
+                   start: str | None) -> dict[str, Any]:
+    """What decides a stage's output: model, prompts, LoRA/head, optimisation, selection, precision, and
+    under ``input`` versions of the model files, the stage's data (``key``: 'eli' or 'cal') and, for
+    stage 2, the stage it starts from (``start``: that stage's settings digest).
+
+    Left out: :data:`elical.train.config.SPEED_SETTINGS` (speed and bookkeeping), the mode (a stage is
+    the same in eli-only and elical; the run's record holds it), and settings of other stages."""
+    from elical.annotate.models import model_version
+
+    settings: dict[str, Any] = {
+        "model": cfg.model, "seed": cfg.seed, "epochs": epochs, "lr": lr, "loss": cfg.loss,
+        "weight_decay": cfg.weight_decay, "warmup_ratio": cfg.warmup_ratio, "batch_size": cfg.batch_size,
+        "patience": cfg.patience, "selection": cfg.selection, "selection_z": cfg.selection_z,
+        "val_fraction": cfg.val_fraction, "head": cfg.head, "qa_template": cfg.qa_template,
+        "system_prompt": cfg.system_prompt, "max_length": cfg.max_length, **_precision(cfg),
+    }
+    if cfg.mode != "head-only":
+        settings.update(max_grad_norm=cfg.max_grad_norm, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+                        lora_dropout=cfg.lora_dropout, target_modules=cfg.target_modules)
+    if key == "cal":
+        settings.update(budget=cfg.budget, cal_target=cfg.cal_target)
+    settings["input"] = {"model": model_version(cfg.model), "data": _data_version(records, plan), "start": start}
+    return settings
+
+
+def plan_run(cfg: TrainConfig, plans: dict[str, StagePlan], records: Sequence[Record]) -> list[StageSpec]:
+    """The stages of ``cfg.mode`` in order, each with its settings."""
+    from elical.fingerprint import digest
+
+    n_labels = len(plans["cal"].train) + len(plans["cal"].val) if "cal" in plans else 0
+    if cfg.mode == "head-only":
+        key = cfg.head_only_target
+        epochs = cfg.stage2_epochs(n_labels) if key == "cal" else cfg.epochs_stage1
+        return [StageSpec("head-only", key, epochs, cfg.lr_head_only,
+                          stage_settings(cfg, key, plans[key], records, epochs, cfg.lr_head_only, None))]
+    specs: list[StageSpec] = []
+    if cfg.mode in ("eli-only", "elical"):
+        specs.append(StageSpec(STAGE_NAMES["eli"], "eli", cfg.epochs_stage1, cfg.lr,
+                               stage_settings(cfg, "eli", plans["eli"], records, cfg.epochs_stage1, cfg.lr, None)))
+    if cfg.mode in ("cal-only", "elical"):
+        name = STAGE_NAMES["cal"] if cfg.mode == "elical" else "cal-only"
+        epochs, lr = cfg.stage2_epochs(n_labels), cfg.lr_stage2 or cfg.lr
+        start = digest(specs[0].settings) if specs else None
+        specs.append(StageSpec(name, "cal", epochs, lr, stage_settings(cfg, "cal", plans["cal"], records, epochs, lr, start)))
+    return specs
+
+
+def check_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], overwrite: bool,
+                 clear: bool = True) -> list[str]:
+    """Compare each stage's settings (and the run's: mode and stages) with those recorded in ``out``.
+
+    A difference raises :class:`elical.fingerprint.SettingsMismatch` naming every differing setting
+    (old → new) before anything is written. With ``overwrite`` the differing stages' folders and the
+    final model are deleted instead (by the process with ``clear``), while stages whose settings
+    match are kept, as they would come out the same. Returns what is retrained. Records nothing (see
+    :func:`record_folder`)."""
+    from elical.fingerprint import INPUT, SettingsMismatch, clear_outputs, compare_settings, recorded_settings
+
+    problems: dict[str, Any] = {}
+    for spec in specs:
+        stage_dir = out / spec.name
+        made = [p for p in stage_dir.iterdir() if p.name != "settings"] if stage_dir.is_dir() else []
+        if (problem := compare_settings(stage_dir, spec.name, spec.settings, made)) != []:
+            problems[spec.name] = (problem, made)
+    run_outputs = [out / name for name in RUN_OUTPUTS]
+    run_problem = compare_settings(out, SETTINGS_STEP, _run_settings(cfg, specs), run_outputs)
+    if not problems and run_problem == []:
+        return []
+    if not overwrite:
+        shown = {step: problem for step, (problem, _) in problems.items()}
+        if run_problem is None or any(not d.key.startswith(INPUT) for d in run_problem or []) or not shown:
+            shown[SETTINGS_STEP] = run_problem  # the mode, or a folder without records; stage digests go unsaid
+        raise SettingsMismatch(out, shown, "rerun with --overwrite to retrain what changed (stages whose settings "
+                                           "match are kept), or train into a new folder (-o)")
+    if clear:
+        old_stages = (recorded_settings(out, SETTINGS_STEP) or {}).get("input", {})
+        for name in old_stages.keys() - {spec.name for spec in specs}:  # stages of the run this one replaces
+            clear_outputs(out / name, name, [out / name])
+        for step, (_, outputs) in problems.items():
+            clear_outputs(out / step, step, outputs)
+        clear_outputs(out, SETTINGS_STEP, run_outputs)
+    return sorted(problems) or [SETTINGS_STEP]
+
+
+def _run_settings(cfg: TrainConfig, specs: Sequence[StageSpec]) -> dict[str, Any]:
+    """The run's record: its mode, and each stage's settings digest (under ``input``)."""
+    from elical.fingerprint import digest
+
+    return {"mode": cfg.mode, "input": {spec.name: digest(spec.settings) for spec in specs}}
+
+
+def record_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec]) -> None:
+    """Record the run's and each stage's settings in ``out`` (after :func:`check_folder` passed)."""
+    from elical.fingerprint import record_settings
+
+    for spec in specs:
+        record_settings(out / spec.name, spec.name, spec.settings)
+    record_settings(out, SETTINGS_STEP, _run_settings(cfg, specs))
+
+
+@holding_launch_lock(lambda cfg, *args, **kwargs: cfg.output_dir)  # one launch at a time per output folder
+def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, overwrite: bool = False) -> dict[str, Any]:
+    """Run the training of ``cfg.mode`` on the records in ``inputs``; the model lands in output_dir/model.
+
+    A folder holding a run with other output-deciding settings is refused before anything is written
+    (see :func:`check_folder`); ``overwrite`` retrains what changed. A rerun with the same settings
+    resumes where the last one stopped."""
     from accelerate import Accelerator
     from accelerate.utils import DistributedType, set_seed
 
+    from elical.fingerprint import digest
     from elical.model import ConfidenceModel
     from elical.provenance import provenance
     from elical.train.batching import tokenize_prompts
@@ -77,13 +224,21 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True) -
         raise ValueError("no model given: set `model` (a Hugging Face causal LM folder or name)")
     records = read_records(list(inputs))
     plans = plan_stages(records, cfg)  # all input errors surface here, before any model is loaded
+    specs = plan_run(cfg, plans, records)
     out = Path(cfg.output_dir)
-    accelerator = Accelerator(mixed_precision=_mixed_precision(cfg))
+    accelerator = Accelerator(mixed_precision=specs[0].settings["mixed_precision"])
+    retrained = check_folder(out, cfg, specs, overwrite, clear=accelerator.is_main_process)
+    accelerator.wait_for_everyone()  # every process compared before the main one cleared anything
+    if accelerator.is_main_process:
+        if retrained:
+            accelerator.print(f"overwrite: retraining {', '.join(retrained)} in {out}")
+        record_folder(out, cfg, specs)
+        cfg.to_yaml(out / "train_config.yaml")
+    accelerator.wait_for_everyone()
     set_seed(cfg.seed)
     run_info = {"config": cfg.model_dump(), "seed": cfg.seed, "inputs": [str(p) for p in inputs],
                 "num_processes": accelerator.num_processes, "provenance": provenance()}
     if accelerator.is_main_process:
-        cfg.to_yaml(out / "train_config.yaml")
         (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
     fsdp = accelerator.distributed_type == DistributedType.FSDP
     load_device = "cpu" if fsdp else accelerator.device
@@ -93,10 +248,11 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True) -
         accelerator.print(f"note: {truncated} prompt(s) longer than max_length={cfg.max_length} keep their last tokens")
     pad_id = model.tokenizer.pad_token_id
 
-    def data_of(stage: str) -> StageData:
-        plan = plans[stage]
-        return StageData(seqs, [t if t is not None else float("nan") for t in plan.targets],
-                         plan.train, plan.val, pad_id)
+    def data_of(key: str) -> StageData:
+        plan = plans[key]
+        nan = float("nan")
+        return StageData(seqs, [nan if t is None else t for t in plan.targets], plan.train, plan.val, pad_id,
+                         [nan if y is None else y for y in plan.labels])
 
     def save_best(wrapped, path: Path, info: dict[str, Any]) -> None:
         state_dict = accelerator.get_state_dict(wrapped) if fsdp else None
@@ -105,37 +261,44 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True) -
         accelerator.wait_for_everyone()
 
     summaries = []
-    n_labels = len(plans["cal"].train) + len(plans["cal"].val) if "cal" in plans else 0
-    if cfg.mode == "head-only":
-        stage = cfg.head_only_target
-        data = data_of(stage)
-        features = cached_features(model, data, cfg, out / "cache", accelerator, show_progress)
-        epochs = cfg.stage2_epochs(n_labels) if stage == "cal" else cfg.epochs_stage1
-        summaries.append(train_head(model, data, cfg, features, epochs, out / "head-only", save_best))
-        last = out / "head-only"
-    else:
-        if cfg.mode in ("eli-only", "elical"):
-            stage1 = Stage("stage1-eli", cfg.epochs_stage1, cfg.lr)
-            summaries.append(run_stage(model, data_of("eli"), stage1, cfg, accelerator, out / stage1.name,
-                                       save_best, show_progress))
-            last = out / stage1.name
-        if cfg.mode == "elical":
+    for spec in specs:
+        stage_dir = out / spec.name
+        stage = Stage(spec.name, spec.epochs, spec.lr, digest(spec.settings))
+        if cfg.mode == "head-only":
+            features = cached_features(model, data_of(spec.data), cfg, out / "cache", accelerator, show_progress)
+            summaries.append(train_head(model, data_of(spec.data), cfg, features, stage, stage_dir, save_best))
+            if accelerator.is_main_process:
+                (stage_dir / "history.json").write_text(json.dumps(summaries[-1]["history"], indent=1))
+            continue
+        if spec.name == STAGE_NAMES["cal"]:
             # Stage 2 starts from the selected stage-1 model, LoRA and head trainable (reference.md 7.2).
             accelerator.free_memory()
             del model
-            model = ConfidenceModel.load(last / "best", device=load_device, base_model=cfg.model, trainable=True)
-        if cfg.mode in ("cal-only", "elical"):
-            name = "stage2-cal" if cfg.mode == "elical" else "cal-only"
-            stage2 = Stage(name, cfg.stage2_epochs(n_labels), cfg.lr_stage2 or cfg.lr)
-            summaries.append(run_stage(model, data_of("cal"), stage2, cfg, accelerator, out / name,
-                                       save_best, show_progress))
-            last = out / name
+            model = ConfidenceModel.load(out / STAGE_NAMES["eli"] / "best", device=load_device, base_model=cfg.model,
+                                         trainable=True)
+        summaries.append(run_stage(model, data_of(spec.data), stage, cfg, accelerator, stage_dir, save_best,
+                                   show_progress))
+    last = out / specs[-1].name
     result = {**run_info, "stages": summaries, "model": str(out / "model"),
               "is_main_process": accelerator.is_main_process}
     if accelerator.is_main_process:
         if (out / "model").exists():
             shutil.rmtree(out / "model")
         shutil.copytree(last / "best", out / "model")
+        write_training_log(out / "training_log.csv", summaries)
         (out / "train_summary.json").write_text(json.dumps(result, indent=1, default=str))
     accelerator.wait_for_everyone()
     return result
+
+
+def write_training_log(path: Path, summaries: Sequence[dict[str, Any]]) -> None:
+    """One row per stage and epoch (epoch 0: before training): lr, train loss, validation MSE and AUROC."""
+    import csv
+
+    columns = ["stage", "epoch", "step", "lr", "train_loss", "val_mse", "val_auroc", "val_auroc_against", "kept"]
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, columns, extrasaction="ignore")
+        writer.writeheader()
+        for summary in summaries:
+            for row in summary["history"]:
+                writer.writerow({**row, "stage": summary["stage"], "kept": int(row["epoch"] == summary["best_epoch"])})

@@ -4,6 +4,10 @@ Chat prompts go to ``/chat/completions``, plain strings to ``/completions``; eac
 ``n`` answers, so the server shares the prompt's prefill. Requests run on a bounded thread pool and
 are retried with backoff on connection errors, 429 and 5xx. Token log-probs are read when the server
 returns them (``logprobs`` is requested).
+
+Credentials never reach a file or a log line: an API key goes in a bearer header (the caller reads it
+from the environment), a ``user:password@`` in the URL is sent as basic auth, and everything this
+backend describes or raises passes through :func:`elical.redact.redact`.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt
+from elical.redact import redact
 
 
 class ServerError(RuntimeError):
-    """The server refused or failed a request after the retries; says the status and body."""
+    """The server refused or failed a request after the retries; says the status and body (redacted)."""
 
 
 class OpenAIBackend(Backend):
@@ -32,7 +37,8 @@ class OpenAIBackend(Backend):
         api_key: str | None = None,
         concurrency: int = 8,
         retries: int = 3,
-        timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 120.0,
         backoff: float = 0.5,
     ) -> None:
         import httpx
@@ -42,18 +48,29 @@ class OpenAIBackend(Backend):
         self.concurrency = concurrency
         self.retries = retries
         self.backoff = backoff
+        self._secrets = (api_key,)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
         self.client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
 
+    def redact(self, text: str) -> str:
+        """``text`` without this backend's credentials (URL user info, the API key)."""
+        return redact(text, self._secrets)
+
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.model, "base_url": self.base_url}
+        return {"backend": self.name, "model": self.model, "base_url": self.redact(self.base_url)}
 
     def close(self) -> None:
         self.client.close()
 
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings = GREEDY) -> list[Generation]:
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
-            results = list(pool.map(lambda p: self._one(p, settings), prompts))
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
+                results = list(pool.map(lambda p: self._one(p, settings), prompts))
+        except ServerError:
+            raise
+        except Exception as err:  # noqa: BLE001 - httpx and JSON errors may quote the URL: redact, keep the type
+            raise ServerError(self.redact(f"{type(err).__name__}: {err}")) from None
         return [g for answers in results for g in answers]
 
     def _body(self, prompt: Prompt, settings: GenerationSettings) -> tuple[str, dict[str, Any]]:
@@ -93,17 +110,17 @@ class OpenAIBackend(Backend):
                     return response.json()
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
                 if response.status_code != 429 and response.status_code < 500:
-                    raise ServerError(f"{self.base_url}{path}: {last}")
+                    raise ServerError(self.redact(f"{self.base_url}{path}: {last}"))
             if attempt < self.retries:
                 time.sleep(self.backoff * 2**attempt)
-        raise ServerError(f"{self.base_url}{path}: failed after {self.retries + 1} tries: {last}")
+        raise ServerError(self.redact(f"{self.base_url}{path}: failed after {self.retries + 1} tries: {last}"))
 
     def _one(self, prompt: Prompt, settings: GenerationSettings) -> list[Generation]:
         path, body = self._body(prompt, settings)
         data = self._post(path, body)
         choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
         if len(choices) != settings.n:
-            raise ServerError(f"{self.base_url}{path}: asked for {settings.n} answers, got {len(choices)}")
+            raise ServerError(self.redact(f"{self.base_url}{path}: asked for {settings.n} answers, got {len(choices)}"))
         return [self._parse(choice, chat=path == "/chat/completions") for choice in choices]
 
     @staticmethod

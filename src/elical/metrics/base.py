@@ -1,0 +1,44 @@
+"""Types and input checks shared by the metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+Convention = Literal["elical", "paper"]
+BinStrategy = Literal["uniform", "quantile"]
+ArrayLike = Sequence[float] | np.ndarray
+
+
+def check_inputs(
+    confidence: ArrayLike, correct: ArrayLike, *, unit_interval: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both inputs as float arrays, after checking shape, emptiness, NaNs, 0/1 labels and (optionally) [0, 1]."""
+    conf = np.asarray(confidence, dtype=float).ravel()
+    y = np.asarray(correct, dtype=float).ravel()
+    if conf.shape != y.shape:
+        raise ValueError(f"confidence has {conf.size} values but correct has {y.size}")
+    if conf.size == 0:
+        raise ValueError("empty input: no (confidence, correct) pairs to score")
+    if np.isnan(conf).any():
+        raise ValueError(f"confidence holds {int(np.isnan(conf).sum())} NaN value(s); drop missing scores first")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError("correct must hold only 0/1 (or booleans)")
+    if unit_interval and ((conf < 0).any() or (conf > 1).any()):
+        raise ValueError(f"confidence must lie in [0, 1]; got range [{conf.min():.4g}, {conf.max():.4g}]")
+    return conf, y
+
+
+def ones(n: int) -> np.ndarray:
+    """The single weighting that counts every example once."""
+    return np.ones((1, n))
+
+
+def tie_groups(conf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ascending sort order and the start index of each run of equal confidences in it."""
+    order = np.argsort(conf, kind="stable")
+    sorted_conf = conf[order]
+    starts = np.flatnonzero(np.r_[True, sorted_conf[1:] != sorted_conf[:-1]])
+    return order, starts

@@ -1,0 +1,95 @@
+"""Annotating into a folder made with other settings: refused by name with nothing written, unless the
+setting does not change the records (then it resumes) or --overwrite starts over."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elical.annotate import AnnotateConfig, annotate
+from elical.annotate.backends.hf import HFBackend
+from elical.fingerprint import SettingsMismatch
+from elical.records import read_parquet
+from test_annotate import CONFIG, make_items
+from test_fingerprint import snapshot
+
+
+@pytest.fixture
+def backend(tiny_tokenizer, tiny_llama):
+    return HFBackend(tiny_llama, tiny_tokenizer, batch_size=12)
+
+
+def counting(backend) -> list[int]:
+    """Count the backend's generate calls from now on."""
+    calls: list[int] = []
+    original = backend.generate
+    backend.generate = lambda *a, **k: calls.append(1) or original(*a, **k)
+    return calls
+
+
+def test_another_k_is_refused_by_name_and_nothing_is_written(backend, tmp_path):
+    items = make_items(6)
+    annotate(items, backend, None, CONFIG, tmp_path, progress=False)  # k=3, every shard written
+    before = snapshot(tmp_path)
+    calls = counting(backend)
+    other = CONFIG.model_copy(update={"k": 2, "temperature": 0.7})
+    with pytest.raises(SettingsMismatch) as err:
+        annotate(items, backend, None, other, tmp_path, progress=False)
+    assert "k 3 → 2" in str(err.value) and "temperature 1.0 → 0.7" in str(err.value)
+    assert "--overwrite" in str(err.value)
+    assert not calls and snapshot(tmp_path) == before
+    assert AnnotateConfig.from_yaml(tmp_path / "annotate.yaml").k == 3
+
+
+def test_settings_that_do_not_change_records_resume(backend, tmp_path):
+    items = make_items(8)
+    first = annotate(items, backend, None, CONFIG.model_copy(update={"shard": "0/2"}), tmp_path, progress=False)
+    calls = counting(backend)
+    how = {"batch_size": 3, "chunk_size": 1, "device": "cpu", "retries": 5, "shared_prefix": False, "shard": "0/2",
+           "judges": CONFIG.judges.model_copy(update={"batch_size": 7, "cache": False})}
+    again = annotate(items, backend, None, CONFIG.model_copy(update=how), tmp_path, progress=False)
+    assert not calls and [r.samples for r in again] == [r.samples for r in first]
+    annotate(items, backend, None, CONFIG.model_copy(update={"shard": "1/2"}), tmp_path, progress=False)  # the other shard
+    assert calls
+
+
+def test_overwrite_starts_over_and_touches_nothing_else(backend, tmp_path):
+    items = make_items(5)
+    annotate(items, backend, None, CONFIG, tmp_path, progress=False)
+    (tmp_path / "my_notes.txt").write_text("mine")
+    two = CONFIG.model_copy(update={"k": 2})
+    records = annotate(items, backend, None, two, tmp_path, progress=False, overwrite=True)
+    assert all(r.k == 2 for r in records) and all(r.k == 2 for r in read_parquet(tmp_path / "records.parquet"))
+    shards = sorted((tmp_path / "shards").glob("part-*.parquet"))
+    assert sum(len(read_parquet(p)) for p in shards) == 5  # no k=3 shard left among them
+    assert AnnotateConfig.from_yaml(tmp_path / "annotate.yaml").k == 2
+    assert (tmp_path / "my_notes.txt").read_text() == "mine"
+    assert json.loads((tmp_path / "settings" / "annotate.json").read_text())["settings"]["k"] == 2
+
+
+def test_cli_refuses_other_settings_and_retrained_weights_with_exit_2(tiny_tokenizer, tiny_llama, tmp_path):
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+    from test_annotate import QUESTIONS
+    from tiny import build_model
+
+    tiny_llama.save_pretrained(tmp_path / "model")
+    tiny_tokenizer.save_pretrained(tmp_path / "model")
+    data = tmp_path / "nq_test.jsonl"
+    data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS[:3]))
+    runner = CliRunner()
+    args = ["annotate", str(data), "--model", str(tmp_path / "model"), "--max-new-tokens", "4", "--device", "cpu",
+            "--out", str(tmp_path / "run")]
+    assert runner.invoke(app, [*args, "--k", "3"]).exit_code == 0
+    before = snapshot(tmp_path / "run")
+    result = runner.invoke(app, [*args, "--k", "2"])
+    assert result.exit_code == 2 and "k 3 → 2" in result.output and "--overwrite" in result.output
+    assert snapshot(tmp_path / "run") == before
+    build_model(tiny_tokenizer, "llama", seed=1).save_pretrained(tmp_path / "model")  # retrained in place
+    result = runner.invoke(app, [*args, "--k", "3"])
+    assert result.exit_code == 2 and "annotate: its input (model) changed" in result.output
+    result = runner.invoke(app, [*args, "--k", "2", "--overwrite"])
+    assert result.exit_code == 0, result.output
+    assert all(r.k == 2 for r in read_parquet(tmp_path / "run" / "records.parquet"))

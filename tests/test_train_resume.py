@@ -1,0 +1,214 @@
+"""A training folder remembers what made it: other settings are refused (nothing written) or, with
+overwrite, retrained stage by stage; checkpoints never unpickle; the stage-selection rule."""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+
+import pytest
+import torch
+
+from elical.fingerprint import SettingsMismatch
+from elical.records import write_jsonl
+from elical.train.config import TrainConfig
+from test_train import config, learnable_records
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tiny_tokenizer):
+    """The tiny Llama of test_train (no chat template), built once for this module."""
+    import copy
+
+    from tiny import build_model
+
+    path = tmp_path_factory.mktemp("llama")
+    build_model(tiny_tokenizer, "llama").save_pretrained(path)
+    tokenizer = copy.deepcopy(tiny_tokenizer)
+    tokenizer.chat_template = None
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def records_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("records") / "train.jsonl"
+    write_jsonl(learnable_records(), path)
+    return path
+
+
+def snapshot(folder) -> dict[str, int]:
+    """Every file under ``folder`` with its modification time."""
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_other_budget_is_refused_then_overwrite_retrains(model_dir, records_file, tmp_path):
+    from elical.train.trainer import train
+
+    first = train(config(model_dir, tmp_path, mode="cal-only", budget=20, epochs_stage2=1), [records_file],
+                  show_progress=False)
+    before = snapshot(tmp_path)
+    cfg = config(model_dir, tmp_path, mode="cal-only", budget=24, epochs_stage2=1)
+    with pytest.raises(SettingsMismatch, match=r"cal-only: budget 20 → 24; its input \(data\) changed.*--overwrite"):
+        train(cfg, [records_file], show_progress=False)
+    assert snapshot(tmp_path) == before  # nothing written, train_config.yaml included
+    assert TrainConfig.from_yaml(tmp_path / "train_config.yaml").budget == 20
+    second = train(cfg, [records_file], show_progress=False, overwrite=True)
+    stage = second["stages"][0]
+    assert stage["train_size"] + stage["val_size"] == 24 != first["stages"][0]["train_size"] + first["stages"][0]["val_size"]
+    assert TrainConfig.from_yaml(tmp_path / "train_config.yaml").budget == 24
+    assert json.loads((tmp_path / "cal-only" / "settings" / "cal-only.json").read_text())["settings"]["budget"] == 24
+
+
+def test_overwrite_keeps_the_stages_whose_settings_match(model_dir, records_file, tmp_path):
+    from elical.train.trainer import train
+
+    train(config(model_dir, tmp_path, mode="elical", budget=20, epochs_stage1=1, epochs_stage2=1), [records_file],
+          show_progress=False)
+    stage1 = snapshot(tmp_path / "stage1-eli")
+    cfg = config(model_dir, tmp_path, mode="elical", budget=20, epochs_stage1=1, epochs_stage2=1, lr_stage2=5e-3)
+    with pytest.raises(SettingsMismatch) as refused:
+        train(cfg, [records_file], show_progress=False)
+    assert "stage2-cal: lr 0.01 → 0.005" in str(refused.value) and "stage1-eli" not in str(refused.value)
+    result = train(cfg, [records_file], show_progress=False, overwrite=True)
+    assert snapshot(tmp_path / "stage1-eli") == stage1  # stage 1 reused as it was
+    assert result["stages"][1]["stage"] == "stage2-cal"
+    # a changed stage 1 also changes the stage 2 built on it
+    with pytest.raises(SettingsMismatch, match=r"stage1-eli: epochs 1 → 2.*stage2-cal: its input \(start\) changed"):
+        train(cfg.model_copy(update={"epochs_stage1": 2}), [records_file], show_progress=False)
+
+
+def test_other_mode_in_the_same_folder_is_refused(model_dir, records_file, tmp_path):
+    from elical.train.trainer import train
+
+    train(config(model_dir, tmp_path, mode="cal-only", epochs_stage2=1), [records_file], show_progress=False)
+    with pytest.raises(SettingsMismatch, match='train: mode "cal-only" → "eli-only"'):
+        train(config(model_dir, tmp_path, mode="eli-only", epochs_stage1=1), [records_file], show_progress=False)
+
+
+def test_every_setting_decides_a_stage_or_is_declared_speed(model_dir, records_file):
+    """A new TrainConfig field must either change the stages' recorded settings or be listed in
+    SPEED_SETTINGS (changes that never block a resume)."""
+    from elical.records import read_records
+    from elical.train.config import SPEED_SETTINGS
+    from elical.train.trainer import plan_run, plan_stages
+
+    records = read_records([records_file])
+    changed = {"mode": "cal-only", "seed": 1, "head": "mlp", "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.1,
+               "target_modules": ["q_proj"], "qa_template": "Q: {question}", "system_prompt": None, "max_length": 64,
+               "dtype": "bfloat16", "cal_target": "greedy", "head_only_target": "eli", "budget": 20,
+               "val_fraction": 0.2, "loss": "bce", "lr": 1e-3, "lr_stage2": 1e-3, "lr_head_only": 1e-2,
+"weight_decay": 0.0, "warmup_ratio": 0.2, "max_grad_norm": 0.5,
+               "epochs_stage1": 3, "epochs_stage2": 3, "patience": 2, "selection": "best", "selection_z": 1.0,
+               "batch_size": 4, "mixed_precision": "bf16"}
+    fields = set(TrainConfig.model_fields)
+    assert fields - SPEED_SETTINGS - {"model"} == set(changed), "list the new setting here and in stage_settings"
+
+    def stages(cfg: TrainConfig) -> dict:
+        modes = ["elical", "head-only"] if cfg.mode == "elical" else [cfg.mode]
+        return {m: [s.settings for s in plan_run(c, plan_stages(records, c), records)]
+                for m in modes for c in [cfg.model_copy(update={"mode": m})]}
+
+    base = config(model_dir, "out", budget=24)
+    reference = stages(base)
+    for key, value in changed.items():
+        assert stages(base.model_copy(update={key: value})) != reference, key
+    for key, value in {"output_dir": "elsewhere", "micro_batch_size": 2, "packing": False, "tokens_per_batch": 64,
+                       "row_length": 64, "compile": True, "attn_implementation": "eager", "save_steps": 9}.items():
+        assert stages(base.model_copy(update={key: value})) == reference, key
+
+
+class Planted:
+    """A pickle that, when loaded, creates a file (what a malicious checkpoint would do)."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+@pytest.mark.parametrize("planted", ["trainable.pt", "optimizer.safetensors"])
+def test_resume_never_unpickles_a_planted_file(model_dir, records_file, tmp_path, monkeypatch, planted):
+    from elical.train import loop
+    from elical.train.checkpoint import CheckpointError
+    from elical.train.trainer import train
+
+    cfg = config(model_dir, tmp_path / "run", mode="eli-only", save_steps=1, epochs_stage1=1)
+    real_step, calls = loop._train_step, {"n": 0}
+
+    def dying_step(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:  # after the checkpoints of steps 1 and 2
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "_train_step", dying_step)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, [records_file], show_progress=False)
+    monkeypatch.setattr(loop, "_train_step", real_step)
+    ckpt = tmp_path / "run" / "stage1-eli" / "checkpoint"
+    assert {"params.safetensors", "optimizer.safetensors", "optimizer.json", "scheduler.json", "rng.safetensors",
+            "state.json"} == {p.name for p in ckpt.iterdir()}
+    marker = tmp_path / "pwned"
+    (ckpt / planted).write_bytes(pickle.dumps(Planted(str(marker))))
+    message = "a pickle, which elical does not load" if planted.endswith(".pt") else "cannot resume from"
+    with pytest.raises(CheckpointError, match=message):
+        train(cfg, [records_file], show_progress=False)
+    assert not marker.exists()
+
+
+def test_checkpoint_tree_round_trips_optimizer_and_scheduler_state():
+    from transformers import get_linear_schedule_with_warmup
+
+    from elical.train.checkpoint import from_json_tree, to_json_tree
+
+    param = torch.nn.Parameter(torch.ones(3))
+    optimizer = torch.optim.AdamW([param], lr=0.1, betas=(0.8, 0.9))
+    scheduler = get_linear_schedule_with_warmup(optimizer, 2, 10)
+    param.grad = torch.tensor([1.0, -2.0, 3.0])
+    optimizer.step()
+    scheduler.step()
+    for state in (optimizer.state_dict(), scheduler.state_dict()):
+        tensors: dict[str, torch.Tensor] = {}
+        tree = json.loads(json.dumps(to_json_tree(state, tensors)))
+        back = from_json_tree(tree, tensors)
+        assert repr(back) == repr(state)  # same keys (int keys too), tuples, tensors and values
+    with pytest.raises(TypeError, match="cannot store a Planted"):
+        to_json_tree({"x": Planted("m")}, {})
+
+
+def test_validation_metrics_known_values():
+    from elical.train.selection import validation_metrics
+
+    m = validation_metrics([0.9, 0.2, 0.6, 0.4], [1.0, 0.0, 0.5, 0.5], [1.0, 0.0, 0.0, 1.0])
+    assert m["val_mse"] == pytest.approx((0.01 + 0.04 + 0.01 + 0.01) / 4)
+    assert m["val_auroc"] == pytest.approx(0.75) and m["val_auroc_against"] == "correctness"
+    # no correctness: against target >= 0.5 (positives 0.9, 0.6, 0.4 over negative 0.2)
+    m = validation_metrics([0.9, 0.2, 0.6, 0.4], [1.0, 0.0, 0.5, 0.5], [1.0, float("nan"), 0.0, 1.0])
+    assert m["val_auroc"] == 1.0 and m["val_auroc_against"] == "target>=0.5"
+    assert math.isnan(validation_metrics([0.3, 0.4], [0.0, 0.0])["val_auroc"])  # one class
+
+
+def test_selector_keeps_the_last_epoch_unless_an_earlier_one_is_clearly_better():
+    from elical.train.selection import Selector, paired_gain
+
+    targets = [0.0, 1.0] * 50
+    last = [0.3, 0.7] * 50
+    slightly = [0.29, 0.71] * 48 + [0.45, 0.55] * 2  # lower MSE, but not clearly: two pairs much worse
+    clearly = [0.1, 0.9] * 50
+    gain, se = paired_gain(clearly, last, targets)
+    assert gain == pytest.approx(0.09 - 0.01) and se == pytest.approx(0.0)
+    rule = Selector("noise-aware", warmup_steps=4, patience=2)
+    assert not rule.eligible(3) and rule.eligible(4)
+    assert rule.final(5, 9, clearly, last, targets)[0] == 5
+    assert rule.final(5, 9, slightly, last, targets)[0] == 9
+    assert rule.final(-1, 9, [], last, targets) == (9, "last epoch")
+    assert Selector("best", 4, 2).final(5, 9, slightly, last, targets)[0] == 5
+    assert Selector("last", 4, 2).final(5, 9, clearly, last, targets)[0] == 9
+    # patience: noise-aware counts only clearly worse epochs, best any epoch without a new lowest
+    assert rule.bad_epochs(1, False, clearly, last, targets) == 2
+    assert rule.bad_epochs(1, False, slightly, last, targets) == 0
+    assert Selector("best", 4, 2).bad_epochs(1, False, slightly, last, targets) == 2
+    assert Selector("last", 4, 2).bad_epochs(1, False, clearly, last, targets) == 0
