@@ -156,10 +156,11 @@ def table(run: Path) -> str:
 
     for label in sorted(values):
         add(label, rows[label], values[label])
-    upper = next((values[k] for k in values if k.startswith("Cal-Only (all")), None)
-    for label in sorted(k for k in values if k.startswith("EliCal") and upper):
-        ratio = {s: values[label][s] / upper[s] for s in seeds if s in values[label] and s in upper}
-        add(f"{label} / Cal-Only (all)", {s: f"{r:.3f}" for s, r in ratio.items()}, ratio)
+    for reference in sorted(k for k in values if k.startswith("Cal-Only (all")):
+        upper = values[reference]
+        for label in sorted(k for k in values if k.startswith("EliCal")):
+            ratio = {s: values[label][s] / upper[s] for s in seeds if s in values[label] and s in upper}
+            add(f"{label} / {reference}", {s: f"{r:.3f}" for s, r in ratio.items()}, ratio)
     return "\n".join(lines)
 
 

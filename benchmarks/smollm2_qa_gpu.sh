@@ -149,13 +149,16 @@ for seed in $SEEDS; do
   train_one "eli-only-0-s$seed" eli-only "" 0 || break
   for method in $METHODS; do
     case $method in
-      elical|elical_lr2)
+      elical|elical_lr2|elical_best)
         dst="$RUN/models/$method-$BUDGET-s$seed"
         reuse_stage1 "$dst"
         more=(); [ "$method" = elical_lr2 ] && more=(--set lr_stage2="$LR2")
+        [ "$method" = elical_best ] && more=(--set selection=best --overwrite)  # stage 1 retrains under it too
         train_one "$method-$BUDGET-s$seed" elical "$BUDGET" "$BUDGET" "${more[@]}" || break 2 ;;
       cal-only-all) train_one "cal-only-all-s$seed" cal-only "" "$labels_all" || break 2 ;;
       cal-only-budget) train_one "cal-only-$BUDGET-s$seed" cal-only "$BUDGET" "$BUDGET" || break 2 ;;
+      cal-only-all10ep)  # the all-labels reference trained longer: 10 epochs instead of the pass rule's 3
+        train_one "cal-only-all10ep-s$seed" cal-only "" "$labels_all" --set epochs_stage2=10 || break 2 ;;
     esac
   done
 done
@@ -165,5 +168,5 @@ log "scores: $made model(s) after $(( $(date +%s) - start )) s (rerun to continu
 # 4. The table (in-domain AUROC per method and seed) and what comes back.
 [ "$made" -gt 0 ] && qa table --run "$RUN" --out "$OUT/table.md"
 find "$RUN" \( -path "$RUN/ann-*/shards" -o -name "*.safetensors" -o -name "checkpoint*" \) -prune -o -type f \
-  \( -name "*.json" -o -name "*.csv" -o -name "*.md" -o -name "*.yaml" -o -path "$RUN/scores/*" \) -print > "$OUT/files.txt"
+  \( -name "*.json" -o -name "*.csv" -o -name "*.md" -o -name "*.yaml" -o -path "$RUN/scores/*" -o -path "$RUN/records/eval.parquet" \) -print > "$OUT/files.txt"
 tar -czf "$OUT/results.tgz" -T "$OUT/files.txt" && rm "$OUT/files.txt"
