@@ -39,3 +39,31 @@ def tiny_qwen2(tiny_tokenizer):
     from tiny import build_model
 
     return build_model(tiny_tokenizer, "qwen2")
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory, tiny_tokenizer):
+    """A tiny Llama whose tokenizer has no chat template: the prompt ends with the question's last
+    word, which a random 2-layer model carries to the pooled token strongly enough to learn from
+    in a few steps (the chat template's fixed tail would need many epochs)."""
+    import copy
+
+    from tiny import build_model
+
+    path = tmp_path_factory.mktemp("llama")
+    build_model(tiny_tokenizer, "llama").save_pretrained(path)
+    tokenizer = copy.deepcopy(tiny_tokenizer)
+    tokenizer.chat_template = None
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def records_file(tmp_path_factory):
+    """Records of tiny.learnable_records (training tests)."""
+    from elical.records import write_jsonl
+    from tiny import learnable_records
+
+    path = tmp_path_factory.mktemp("records") / "train.jsonl"
+    write_jsonl(learnable_records(), path)
+    return path

@@ -4,56 +4,14 @@ head-only with cached features, prediction files and the CLI."""
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 import torch
 
-from elical.records import Record, write_jsonl
+from elical.records import write_jsonl
 from elical.train.config import TrainConfig
 from elical.train.targets import MissingFieldError
-
-GOOD_WORDS = ["capital", "France", "Paris", "Egypt", "Nile"]
-BAD_WORDS = ["fox", "dog", "lazy", "quick", "brown"]
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_tokenizer):
-    """A tiny Llama whose tokenizer has no chat template: the prompt ends with the question's last
-    word, which a random 2-layer model carries to the pooled token strongly enough to learn from
-    in a few steps (the chat template's fixed tail would need many epochs)."""
-    import copy
-
-    from tiny import build_model
-
-    path = tmp_path_factory.mktemp("llama")
-    build_model(tiny_tokenizer, "llama").save_pretrained(path)
-    tokenizer = copy.deepcopy(tiny_tokenizer)
-    tokenizer.chat_template = None
-    tokenizer.save_pretrained(path)
-    return path
-
-
-def learnable_records(n: int = 40, k: int = 4, seed: int = 0) -> list[Record]:
-    """Questions about capitals are answered consistently and correctly; those about foxes are not."""
-    rng = random.Random(seed)
-    records = []
-    for i in range(n):
-        good = i % 2 == 0
-        words = GOOD_WORDS if good else BAD_WORDS
-        question = " ".join(rng.choice(words) for _ in range(rng.randint(3, 6)))
-        labels = [int(good)] * k
-        records.append(Record(question=f"{i} {question}", answers=["x"], dataset="ab"[i % 4 // 2],
-                              samples=["s"] * k, sample_consistent=labels, sample_correct=labels,
-                              greedy_correct=int(good)))
-    return records
-
-
-@pytest.fixture(scope="module")
-def records_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("records") / "train.jsonl"
-    write_jsonl(learnable_records(), path)
-    return path
+from tiny import learnable_records
 
 
 def config(model_dir, out, **overrides) -> TrainConfig:

@@ -23,8 +23,7 @@ train(cfg, [sys.argv[3]], show_progress=False)
 @pytest.mark.slow
 def test_elical_trains_under_two_processes(tmp_path, tiny_tokenizer):
     from elical.records import write_jsonl
-    from test_train import learnable_records
-    from tiny import build_model
+    from tiny import build_model, learnable_records
 
     build_model(tiny_tokenizer, "llama").save_pretrained(tmp_path / "m")
     tiny_tokenizer.save_pretrained(tmp_path / "m")

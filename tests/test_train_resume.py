@@ -11,31 +11,8 @@ import pytest
 import torch
 
 from elical.fingerprint import SettingsMismatch
-from elical.records import write_jsonl
 from elical.train.config import TrainConfig
-from test_train import config, learnable_records
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_tokenizer):
-    """The tiny Llama of test_train (no chat template), built once for this module."""
-    import copy
-
-    from tiny import build_model
-
-    path = tmp_path_factory.mktemp("llama")
-    build_model(tiny_tokenizer, "llama").save_pretrained(path)
-    tokenizer = copy.deepcopy(tiny_tokenizer)
-    tokenizer.chat_template = None
-    tokenizer.save_pretrained(path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def records_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("records") / "train.jsonl"
-    write_jsonl(learnable_records(), path)
-    return path
+from test_train import config
 
 
 def snapshot(folder) -> dict[str, int]:

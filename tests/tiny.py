@@ -1,10 +1,14 @@
-"""Tiny real Hugging Face models for tests: a byte-level BPE tokenizer trained here, random weights.
+"""Tiny real Hugging Face models for tests, and records a tiny model can learn from: a byte-level BPE tokenizer trained here, random weights.
 
 Nothing is downloaded: the tokenizer is trained on a few sentences with the `tokenizers` library
 and wrapped as a `PreTrainedTokenizerFast` with a ChatML chat template, like SmolLM2's and Qwen's.
 """
 
 from __future__ import annotations
+
+import random
+
+from elical.records import Record
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -72,3 +76,22 @@ def build_model(tokenizer, arch: str = "llama", seed: int = 0, hidden: int = 32,
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     return model.eval()
+
+
+GOOD_WORDS = ["capital", "France", "Paris", "Egypt", "Nile"]
+BAD_WORDS = ["fox", "dog", "lazy", "quick", "brown"]
+
+
+def learnable_records(n: int = 40, k: int = 4, seed: int = 0) -> list[Record]:
+    """Questions about capitals are answered consistently and correctly; those about foxes are not."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(n):
+        good = i % 2 == 0
+        words = GOOD_WORDS if good else BAD_WORDS
+        question = " ".join(rng.choice(words) for _ in range(rng.randint(3, 6)))
+        labels = [int(good)] * k
+        records.append(Record(question=f"{i} {question}", answers=["x"], dataset="ab"[i % 4 // 2],
+                              samples=["s"] * k, sample_consistent=labels, sample_correct=labels,
+                              greedy_correct=int(good)))
+    return records

@@ -6,7 +6,14 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from elical.records.record import ELICAL_FIELDS, HB_FIELDS, RECORD_ATTRIBUTE, Record, has_annotation, verbal_kind
+from elical.records.record import (
+    ELICAL_FIELDS,
+    HB_FIELDS,
+    RECORD_ATTRIBUTE,
+    Record,
+    has_annotation,
+    verbal_kind,
+)
 
 JsonlFormat = Literal["elical", "honestybench"]
 
