@@ -93,3 +93,17 @@ def test_cli_refuses_other_settings_and_retrained_weights_with_exit_2(tiny_token
     result = runner.invoke(app, [*args, "--k", "2", "--overwrite"])
     assert result.exit_code == 0, result.output
     assert all(r.k == 2 for r in read_parquet(tmp_path / "run" / "records.parquet"))
+
+
+def test_new_judge_rules_are_refused_like_other_settings(backend, tmp_path, monkeypatch):
+    """A judge whose rules changed (its version bumped) must not resume a folder labelled by the old rules."""
+    from elical.annotate import judges
+
+    items = make_items(4)
+    annotate(items, backend, None, CONFIG, tmp_path, progress=False)
+    kind = CONFIG.judges.correctness
+    monkeypatch.setitem(judges.JUDGE_VERSIONS, kind, judges.JUDGE_VERSIONS[kind] + 1)
+    with pytest.raises(SettingsMismatch) as err:
+        annotate(items, backend, None, CONFIG, tmp_path, progress=False)
+    old, new = f"{kind}@{judges.JUDGE_VERSIONS[kind] - 1}", judges.judge_version(kind)
+    assert f'judges.versions.correctness "{old}" → "{new}"' in str(err.value)

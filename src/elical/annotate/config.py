@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 
 from elical.annotate.backends.base import GenerationSettings
 from elical.annotate.consistency import ANSWER_THRESHOLD
+from elical.annotate.judges import judge_version
 from elical.annotate.prompts import PromptConfig
 from elical.data.items import parse_shard
 from elical.inputs import Device
@@ -128,6 +129,8 @@ class AnnotateConfig(YamlConfig):
         those that change how, not what, is annotated, so changing these never blocks a resume."""
         data = self.model_dump(mode="json", exclude=RESUMABLE)
         data["judges"] = {k: v for k, v in data["judges"].items() if k not in RESUMABLE_JUDGE}
+        data["judges"]["versions"] = {"correctness": judge_version(self.judges.correctness),
+                                      "consistency": judge_version(self.judges.consistency)}
         return data
 
     def greedy_settings(self) -> GenerationSettings:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from elical.annotate.consistency import ANSWER_THRESHOLD, Comparison, compare_answers
-from elical.annotate.judges import Judge, JudgeQuery, choice_decision
+from elical.annotate.judges import Judge, JudgeQuery, choice_decision, judge_version
 from elical.annotate.prompts import PromptConfig, chat
 
 
@@ -72,7 +72,7 @@ class AnswerJudge(Judge):
         self.model, label = load_sentence_model(model, device)
         self.threshold = threshold
         self.batch_size = batch_size
-        self.name = f"answer@1({label},t={threshold:g})"
+        self.name = f"{judge_version('answer')}({label},t={threshold:g})"
 
     def comparisons(self, queries: Sequence[JudgeQuery]) -> list[Comparison]:
         """The rules' comparison of each (consistency) query; multiple choice by option letters."""

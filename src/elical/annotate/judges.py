@@ -98,12 +98,24 @@ class Judge(abc.ABC):
         return self.judge_batch([JudgeQuery(task, question, answer, refs)])[0]
 
 
+# The version of each judge kind's rules. Bump one when its decisions change: it is part of the judge's
+# name (so of every cache key) and of an annotation folder's settings record, so a folder labelled by
+# the old rules is refused on resume instead of mixing two judges' labels.
+JUDGE_VERSIONS = {"match": 2, "exact": 2, "paper": 1, "answer": 1, "embedding": 1, "llm": 1, "cascade": 1}
+
+
+def judge_version(kind: str) -> str:
+    """The versioned rules of a judge kind, e.g. 'match@2'; a cascade names the judges it combines."""
+    version = f"{kind}@{JUDGE_VERSIONS[kind]}"
+    return f"{version}({judge_version('match')}+{judge_version('llm')})" if kind == "cascade" else version
+
+
 class MatchJudge(Judge):
     """Rule-based: correctness = a gold alias's tokens occur in the answer (DPR ``has_answer`` style,
     with the rules of :mod:`elical.annotate.text`); consistency = the answers' cores agree
     (:func:`~elical.annotate.consistency.compare_answers`); option letters for multiple choice."""
 
-    name = "match@2"
+    name = judge_version("match")
 
     def answer_key(self, query: JudgeQuery) -> str:
         if query.task == "correctness" and not query.choices:
@@ -130,7 +142,7 @@ class ExactJudge(Judge):
     """The whole answer equals a gold alias (consistency: the reference), token for token under the
     rules of :mod:`elical.annotate.text`, a leading article aside; option letters for multiple choice."""
 
-    name = "exact@2"
+    name = judge_version("exact")
 
     def answer_key(self, query: JudgeQuery) -> str:
         return super().answer_key(query) if query.choices else key_form(query.answer)
