@@ -167,3 +167,14 @@ def test_prediction_ids_without_a_record_are_a_note(inputs, tmp_path):
     assert result.exit_code == 0, result.output
     assert "note: preds: 2 of 6 prediction id(s) match no record" in " ".join(result.output.split())
     assert "2 of 6 prediction id(s) match no record" in (tmp_path / "out" / "evaluation.json").read_text()
+
+
+def test_missing_optional_extra_is_one_line_naming_the_install(monkeypatch):
+    """Without sentence-transformers (the `embed` extra) the answer judge stops with exit 2 and the fix."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import now raises ImportError
+    pairs = Path(__file__).parent / "data" / "judge_pairs_consistency.jsonl"
+    result = CliRunner().invoke(app, ["judge-check", str(pairs), "--judge", "answer"])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'elical[embed]'" in result.output and len(result.output.strip().splitlines()) == 1

@@ -343,18 +343,20 @@ def _split_pair(item: str, option: str) -> tuple[str, str]:
 @contextmanager
 def _user_errors(console):
     """Show bad-input errors (InputError, RecordError, pydantic's and other ValueErrors, settings that differ from
-    the output folder's) and an output folder in use by another process as one line (credentials masked); exit 2."""
+    the output folder's), an output folder in use by another process and a missing optional extra as one line
+    (credentials masked); exit 2."""
     from elical.folder_lock import FolderInUse
 
     try:
         yield
-    except (FileNotFoundError, KeyError, ValueError, FolderInUse) as err:
+    except (FileNotFoundError, KeyError, ValueError, FolderInUse, ImportError) as err:
         from rich.markup import escape
 
         from elical.inputs import one_line
 
         console.print(f"[red]error:[/red] {escape(one_line(err))}", soft_wrap=True)
         raise typer.Exit(2) from None
+
 
 @app.command("run")
 def run(

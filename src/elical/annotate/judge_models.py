@@ -24,7 +24,11 @@ def packaged_minilm() -> str:
 
 def load_sentence_model(model: Any = None, device: str | None = None) -> tuple[Any, str]:
     """A SentenceTransformer (a path, or the packaged all-MiniLM-L6-v2 for None) and its label."""
-    from sentence_transformers import SentenceTransformer
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as err:
+        raise ImportError("the embedding and answer judges need sentence-transformers: pip install 'elical[embed]' "
+                          "(or use the match judge, which needs no model)") from err
 
     if model is not None and not isinstance(model, str):
         return model, type(model).__name__
