@@ -222,17 +222,24 @@ def test_config_yaml_roundtrip_and_defaults(tmp_path):
         AnnotateConfig(shard="3/2")
 
 
-def test_cli_annotate_and_merge(tiny_tokenizer, tiny_llama, tmp_path):
-    from typer.testing import CliRunner
-
-    from elical.cli import app
-
+@pytest.fixture
+def cli_inputs(tiny_tokenizer, tiny_llama, tmp_path):
+    """The tiny Llama saved as a model folder and QUESTIONS as an NQ file, for the CLI."""
     tiny_llama.save_pretrained(tmp_path / "model")
     tiny_tokenizer.save_pretrained(tmp_path / "model")
     data = tmp_path / "nq_test.jsonl"
     data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS))
+    return tmp_path / "model", data
+
+
+def test_cli_annotate_and_merge(cli_inputs, tmp_path):
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+
+    model, data = cli_inputs
     runner = CliRunner()
-    args = ["annotate", str(data), "--model", str(tmp_path / "model"), "--k", "2", "--max-new-tokens", "4", "--device", "cpu"]
+    args = ["annotate", str(data), "--model", str(model), "--k", "2", "--max-new-tokens", "4", "--device", "cpu"]
     for i in range(2):
         result = runner.invoke(app, args + ["--out", str(tmp_path / "run"), "--shard", f"{i}/2"])
         assert result.exit_code == 0, result.output
@@ -241,11 +248,11 @@ def test_cli_annotate_and_merge(tiny_tokenizer, tiny_llama, tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
     assert sorted(r["question"] for r in rows) == sorted(q for q, _ in QUESTIONS)
     assert all(len(r["sampling_response"]) == 2 and r["dataset"] == "nq" for r in rows)
-    result = runner.invoke(app, ["annotate", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "x"), "--model", str(tmp_path / "model")])
+    result = runner.invoke(app, ["annotate", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "x"), "--model", str(model)])
     assert result.exit_code == 2 and "not found" in result.output
 
 
-def test_cli_verbal_annotate_then_evaluate(tiny_tokenizer, tiny_llama, tmp_path):
+def test_cli_verbal_annotate_then_evaluate(cli_inputs, tmp_path):
     """`annotate --verbal verbal0` stores the reply where the Verbal-0 estimator reads it, so evaluate scores it."""
     from typer.testing import CliRunner
 
@@ -253,12 +260,9 @@ def test_cli_verbal_annotate_then_evaluate(tiny_tokenizer, tiny_llama, tmp_path)
     from elical.confidence import get_estimator
     from elical.records import read_records
 
-    tiny_llama.save_pretrained(tmp_path / "model")
-    tiny_tokenizer.save_pretrained(tmp_path / "model")
-    data = tmp_path / "nq_test.jsonl"
-    data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS))
+    model, data = cli_inputs
     runner = CliRunner()
-    result = runner.invoke(app, ["annotate", str(data), "--model", str(tmp_path / "model"), "--k", "2", "--max-new-tokens", "4",
+    result = runner.invoke(app, ["annotate", str(data), "--model", str(model), "--k", "2", "--max-new-tokens", "4",
                                  "--device", "cpu", "--verbal", "verbal0", "--out", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
     records = read_records(str(tmp_path / "run"))
