@@ -22,17 +22,11 @@ import pandas as pd
 
 from elical import metrics
 from elical.evaluate import AVERAGE, Evaluation
+from elical.metrics import higher_is_better
 
 BEST_BASELINE = "best training-free"
 DIFFERENCE_COLUMNS = ["method_a", "method_b", "dataset", "group", "metric", "diff", "ci_low", "ci_high",
                       "excludes_zero", "comparison"]
-LOWER_IS_BETTER_PREFIXES = ("ece", "brier")
-
-
-def higher_is_better(metric: str) -> bool:
-    """Whether a larger value of ``metric`` is better (AUROC, alignment) or worse (ECE, Brier)."""
-    return not metric.startswith(LOWER_IS_BETTER_PREFIXES)
-
 
 @dataclass(frozen=True)
 class Comparison:

@@ -10,7 +10,7 @@ set beside the paper's.
 """
 
 from elical.metrics.alignment import AlignmentResult, alignment, calibration_masks
-from elical.metrics.base import ArrayLike, BinStrategy, Convention
+from elical.metrics.base import ArrayLike, BinStrategy, Convention, higher_is_better
 from elical.metrics.bootstrap import (
     Estimate,
     Metric,
@@ -26,6 +26,6 @@ from elical.metrics.honesty import HonestyScores, honesty_scores
 __all__ = [
     "AlignmentResult", "ArrayLike", "BinStrategy", "Convention", "Estimate", "HonestyScores", "Metric",
     "ReliabilityBins", "alignment", "auroc", "bin_assignments", "bootstrap", "bootstrap_weights", "brier",
-    "calibration_masks", "ece", "honesty_scores", "metric_replicates", "paired_difference",
+    "calibration_masks", "ece", "higher_is_better", "honesty_scores", "metric_replicates", "paired_difference",
     "percentile_interval", "reliability_bins",
 ]

@@ -10,6 +10,12 @@ import numpy as np
 Convention = Literal["elical", "paper"]
 BinStrategy = Literal["uniform", "quantile"]
 ArrayLike = Sequence[float] | np.ndarray
+LOWER_IS_BETTER_PREFIXES = ("ece", "brier")  # ECE (any bins: 'ece@10-uniform') and Brier are errors
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether a larger value of ``metric`` is better (AUROC, alignment) or worse (ECE, Brier)."""
+    return not metric.startswith(LOWER_IS_BETTER_PREFIXES)
 
 
 def check_inputs(

@@ -7,6 +7,7 @@ import math
 import pandas as pd
 
 from elical.evaluate import AVERAGE, GROUP_ORDER
+from elical.metrics import higher_is_better
 
 DISPLAY_NAMES = {
     "nq": "NQ", "tq": "TQ", "triviaqa": "TQ", "hq": "HQ", "hotpotqa": "HQ", "2wiki": "2Wiki", "pararel": "ParaRel",
@@ -15,7 +16,6 @@ DISPLAY_NAMES = {
 }
 PAPER_ORDER = list(DISPLAY_NAMES)
 GROUP_LABELS = {"in-domain": "In-domain", "ood": "OOD", "mc": "MC", "other": "Other"}
-HIGHER_IS_BETTER = {"auroc": True, "alignment": True, "brier": False}
 METRIC_LABELS = {"auroc": "AUROC", "alignment": "Alignment", "brier": "Brier"}
 
 
@@ -63,7 +63,7 @@ def metric_matrix(table: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 def _best(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
-    higher = HIGHER_IS_BETTER.get(metric, False)
+    higher = higher_is_better(metric)
     best = frame.max() if higher else frame.min()
     return frame.eq(best, axis=1) & frame.notna()
 
@@ -84,7 +84,7 @@ def render_markdown(table: pd.DataFrame, metrics: list[str] | None = None) -> st
         for method, row in frame.iterrows():
             cells = [f"**{_cell(v)}**" if best.loc[method, col] else _cell(v) for col, v in row.items()]
             lines.append("| " + " | ".join([str(method)] + cells) + " |")
-        arrow = "higher" if HIGHER_IS_BETTER.get(metric, False) else "lower"
+        arrow = "higher" if higher_is_better(metric) else "lower"
         parts.append(f"### {metric_label(metric)} (x100, {arrow} is better)\n\n" + "\n".join(lines))
     return "\n\n".join(parts) + "\n"
 

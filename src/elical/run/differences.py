@@ -14,14 +14,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from elical.differences import (
-    BEST_BASELINE,
-    Comparison,
-    higher_is_better,
-    paired_differences,
-    reading,
-)
+from elical.differences import BEST_BASELINE, Comparison, paired_differences, reading
 from elical.evaluate import AVERAGE, Evaluation
+from elical.metrics import higher_is_better
 from elical.run.config import METHOD_NAMES
 from elical.run.results import split_method
 

@@ -265,8 +265,9 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, o
         stage_dir = out / spec.name
         stage = Stage(spec.name, spec.epochs, spec.lr, digest(spec.settings))
         if cfg.mode == "head-only":
-            features = cached_features(model, data_of(spec.data), cfg, out / "cache", accelerator, show_progress)
-            summaries.append(train_head(model, data_of(spec.data), cfg, features, stage, stage_dir, save_best))
+            data = data_of(spec.data)
+            features = cached_features(model, data, cfg, out / "cache", accelerator, show_progress)
+            summaries.append(train_head(model, data, cfg, features, stage, stage_dir, save_best))
             if accelerator.is_main_process:
                 (stage_dir / "history.json").write_text(json.dumps(summaries[-1]["history"], indent=1))
             continue
