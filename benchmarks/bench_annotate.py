@@ -126,9 +126,9 @@ def print_table(title: str, rows: list[dict]) -> None:
 
 
 def smollm2(device: str, spec: str = "smollm2"):
-    from elical.annotate.models import load_causal_lm
+    from elical.loading import load_model
 
-    model, tok, _ = load_causal_lm(spec, dtype="bfloat16" if device == "cuda" else "float32", device=device)
+    model, tok, _ = load_model(spec, dtype="bfloat16" if device == "cuda" else "float32", device=device)
     return model, tok
 
 

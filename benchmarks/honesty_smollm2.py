@@ -67,10 +67,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from elical.annotate.backends.hf import HFBackend
     from elical.annotate.config import AnnotateConfig
-    from elical.annotate.models import load_causal_lm
     from elical.annotate.pipeline import annotate
     from elical.honesty import HonestyConfig, TuneConfig, load_honesty_dir, run_honesty_comparison
     from elical.honesty.evaluate import markdown_table
+    from elical.loading import load_model
 
     timings: dict[str, float] = {}
     items = geo_items(args.seed)[: args.train + args.val + args.eval]
@@ -78,7 +78,7 @@ def main() -> None:
     if args.gate_only:
         return gate_only(args, items, extra)
     start = time.perf_counter()
-    model, tokenizer, source = load_causal_lm(args.model, device="cpu")
+    model, tokenizer, source = load_model(args.model, device="cpu")
     timings["load"] = time.perf_counter() - start
 
     start = time.perf_counter()

@@ -84,11 +84,6 @@ def records(pool_dir: Path, eval_dir: Path, out: Path) -> dict[str, int]:
     return counts
 
 
-def stage2_epochs(labels: int, passes: int = 20000, low: int = 3, high: int = 50) -> int:
-    """Calibration epochs for ``labels`` questions: ``passes`` / labels, clipped to [low, high]."""
-    return int(min(high, max(low, round(passes / max(1, labels)))))
-
-
 def _auroc(conf: list[float], correct: list[int]) -> float:
     from elical.metrics.calibration import auroc
 
@@ -190,7 +185,9 @@ def main() -> None:
     elif args.command == "records":
         print(json.dumps(records(args.pool, args.eval, args.out)))
     elif args.command == "epochs":
-        print(stage2_epochs(args.labels, args.passes, args.low))
+        from elical.train.config import stage2_epochs
+
+        print(stage2_epochs(args.labels, passes=args.passes, min_epochs=args.low))
     else:
         text = table(args.run)
         if args.out:

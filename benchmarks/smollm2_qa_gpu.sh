@@ -145,20 +145,14 @@ train_one() {  # name mode budget(or "") labels [more --set options]
   elical predict "$dir/model" "$RUN/records/eval.parquet" -o "$RUN/scores/$name.parquet" --method "$name" \
     --device "$DEVICE" || return 1
 }
-reuse_stage1() {  # EliCal's stage 1 is Eli-Only's (same seed): copy it, settings record included
-  local eli="$RUN/models/eli-only-0-s$seed/stage1-eli"
-  if [ -f "$eli/done.json" ] && [ ! -d "$1/stage1-eli" ]; then
-    mkdir -p "$1" && cp -r "$eli" "$1/" && rm -rf "$1"/stage1-eli/checkpoint*
-  fi
-}
 for seed in $SEEDS; do
   train_one "eli-only-0-s$seed" eli-only "" 0 || break
   for method in $METHODS; do
     case $method in
       elical|elical_lr2|elical_best)
-        dst="$RUN/models/$method-$BUDGET-s$seed"
-        reuse_stage1 "$dst"
-        more=(); [ "$method" = elical_lr2 ] && more=(--set lr_stage2="$LR2")
+        # EliCal's stage 1 is Eli-Only's (same seed and stage-1 settings): start stage 2 from it
+        more=(--init-from "$RUN/models/eli-only-0-s$seed")
+        [ "$method" = elical_lr2 ] && more+=(--set lr_stage2="$LR2")
         [ "$method" = elical_best ] && more=(--set selection=best --overwrite)  # stage 1 retrains under it too
         train_one "$method-$BUDGET-s$seed" elical "$BUDGET" "$BUDGET" "${more[@]}" || break 2 ;;
       cal-only-all) train_one "cal-only-all-s$seed" cal-only "" "$labels_all" || break 2 ;;

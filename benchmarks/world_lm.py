@@ -11,7 +11,6 @@ import argparse
 import json
 import platform
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from elical.world.config import LMConfig, WorldConfig, load_world_configs
@@ -88,7 +87,7 @@ def main() -> None:
     rows = []
     for name in args.variant or ["h192"]:
         world_base, lm_base = load_world_configs(args.config)
-        lm_kwargs = {**asdict(lm_base), **VARIANTS[name]}
+        lm_kwargs = {**lm_base.model_dump(), **VARIANTS[name]}
         if args.hidden:
             lm_kwargs.update(hidden_size=args.hidden, intermediate_size=2 * args.hidden)
         if args.layers:
@@ -98,7 +97,7 @@ def main() -> None:
         if args.lr:
             lm_kwargs.update(lr=args.lr)
         folder = Path(args.out) / (name + args.tag)
-        world = WorldConfig(**{**asdict(world_base), **({"n_people": args.people} if args.people else {})})
+        world = WorldConfig(**{**world_base.model_dump(), **({"n_people": args.people} if args.people else {})})
         start = time.time()
         final = {} if args.probe_only else train_world_lm(world, LMConfig(**lm_kwargs), folder,
                                                           probe_every=args.probe_every, time_limit=args.time_limit)

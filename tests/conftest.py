@@ -67,3 +67,18 @@ def records_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("records") / "train.jsonl"
     write_jsonl(learnable_records(), path)
     return path
+
+
+@pytest.fixture(scope="session")
+def trained_model_dir(tmp_path_factory, model_dir, records_file):
+    """A confidence model trained for a few seconds on tiny.learnable_records (capital questions
+    high, fox questions low); its folder (gate and serve tests; copy it before writing into it)."""
+    from elical.train.config import TrainConfig
+    from elical.train.trainer import train
+
+    out = tmp_path_factory.mktemp("trained")
+    cfg = TrainConfig(model=str(model_dir), output_dir=str(out), mode="cal-only", batch_size=8, epochs_stage2=3,
+                      lr=1e-2, tokens_per_batch=512, row_length=128, val_fraction=0.25, warmup_ratio=0.0,
+                      save_steps=0)
+    train(cfg, [records_file], show_progress=False)
+    return out / "model"

@@ -119,10 +119,30 @@ def test_vllm_adapter_says_how_to_install():
         VLLMBackend.from_pretrained("any-model")
 
 
+def test_vllm_engine_settings_come_from_the_config(tmp_path):
+    from elical.annotate.backends.vllm import VLLMSettings, engine_kwargs
+    from elical.annotate.config import AnnotateConfig
+
+    (tmp_path / "run.yaml").write_text("annotate:\n  backend: vllm\n  model: org/m\n  vllm:\n    tensor_parallel_size: 2\n"
+                                       "    gpu_memory_utilization: 0.8\n    max_model_len: 4096\n"
+                                       "    engine_kwargs: {enforce_eager: true}\n")
+    cfg = AnnotateConfig.from_yaml(tmp_path / "run.yaml")
+    assert engine_kwargs(cfg.model, "bfloat16", cfg.vllm) == {
+        "model": "org/m", "dtype": "bfloat16", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.8,
+        "max_model_len": 4096, "enforce_eager": True}
+    assert cfg.output_settings() == AnnotateConfig(backend="vllm", model="org/m").output_settings()  # resumable
+    two = VLLMSettings(data_parallel_size=2)
+    assert engine_kwargs("m", "auto", two)["data_parallel_size"] == 2 and two.gpus() == 2
+    with pytest.raises(ValueError, match="does not accept data_parallel_size"):
+        engine_kwargs("m", "auto", two, accepted={"model", "dtype", "tensor_parallel_size", "gpu_memory_utilization"})
+    with pytest.raises(ValueError, match="repeats max_model_len"):
+        engine_kwargs("m", "auto", VLLMSettings(max_model_len=8, engine_kwargs={"max_model_len": 16}))
+
+
 def test_model_aliases_and_gguf_paths(tmp_path, monkeypatch):
     import importlib.util
 
-    from elical.annotate.models import resolve_model
+    from elical.loading import resolve_model
 
     with pytest.raises(FileNotFoundError, match="GGUF file not found"):
         resolve_model(str(tmp_path / "absent.gguf"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -23,10 +24,13 @@ PROMPTS = [
 
 class TinyServer:
     """Serves /v1/chat/completions and /v1/completions from an HFBackend; can fail on purpose (the first
-    requests, or those whose body holds ``fail_marker``); keeps each request's Authorization header."""
+    requests, or those whose body holds ``fail_marker``) or die (request ``die_at`` gets no answer and the
+    server shuts down); keeps each request's Authorization header."""
 
-    def __init__(self, backend: HFBackend, fail_first: int = 0, status: int = 503, fail_marker: str | None = None):
+    def __init__(self, backend: HFBackend, fail_first: int = 0, status: int = 503, fail_marker: str | None = None,
+                 die_at: int | None = None):
         self.backend = backend
+        self.die_at = die_at
         self.fail_left = fail_first
         self.status = status
         self.fail_marker = fail_marker
@@ -52,6 +56,11 @@ class TinyServer:
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     fail = server.fail_left > 0 or (server.fail_marker is not None and server.fail_marker in raw.decode())
                     server.fail_left -= 1
+                    dying = server.requests == server.die_at
+                if dying:  # no answer: the client sees the connection drop, then nothing listens
+                    self.close_connection = True
+                    threading.Thread(target=server.__exit__, daemon=True).start()
+                    return
                 try:
                     if fail:
                         self._send(server.status, {"error": "try again"})
@@ -147,6 +156,70 @@ def test_retries_transient_errors(hf):
         client = OpenAIBackend(server.url, "tiny", concurrency=1, retries=3, backoff=0.01)
         out = client.generate(PROMPTS[:1], GenerationSettings(max_new_tokens=3))
     assert len(out) == 1 and server.requests == 3
+
+
+def test_requests_spread_over_two_servers_and_move_off_one_that_dies(hf):
+    prompts = [[{"role": "user", "content": f"Question {i}: who wrote Hamlet?"}] for i in range(24)]
+    settings = GenerationSettings(max_new_tokens=4)
+    with TinyServer(hf, die_at=3) as dying, TinyServer(hf) as healthy:
+        client = OpenAIBackend([dying.url, healthy.url], "tiny", concurrency=2, retries=3, backoff=0.01, down_for=60.0)
+        remote = client.generate(prompts, settings)
+        client.close()
+    local = [hf.generate([p], settings)[0] for p in prompts]
+    assert [g.text for g in remote] == [g.text for g in local]  # every question answered, each once
+    assert dying.requests == 3 and healthy.requests >= 21  # both served before the death
+    first, second = client.pool.servers
+    assert first.down_until > time.monotonic() and second.down_until == 0.0
+    assert first.sent - dying.requests <= 5  # after its death it is left alone, not tried for every request
+
+
+def test_pool_picks_the_least_loaded_server_within_its_bound_and_marks_failures_down():
+    from elical.annotate.backends.server_pool import Server, ServerPool
+
+    now = [0.0]
+    a, b = Server("http://a/v1", None), Server("http://b/v1", None)
+    pool = ServerPool([a, b], concurrency=2, down_after=2, down_for=10.0, clock=lambda: now[0])
+    taken = [pool.acquire() for _ in range(4)]
+    assert sorted(s.url for s in taken) == ["http://a/v1"] * 2 + ["http://b/v1"] * 2  # spread, 2 each at most
+    waiting: list = []
+    thread = threading.Thread(target=lambda: waiting.append(pool.acquire()))
+    thread.start()
+    thread.join(timeout=0.3)
+    assert not waiting  # every server at its bound: the fifth request waits ...
+    pool.release(taken[0], ok=True)
+    thread.join(timeout=5)
+    assert waiting == [taken[0]]  # ... for the first free slot
+    for server in [*taken[1:], *waiting]:
+        pool.release(server, ok=True)
+    assert pool.acquire(avoid=[a]) is b  # a retry goes to a server this request has not failed on
+    pool.release(b, ok=True)
+    for _ in range(2):
+        pool.release(pool.acquire(avoid=[b]), ok=False)  # a fails twice in a row: down for 10 s
+    assert pool.up() == [b] and all(pool.acquire() is b for _ in range(2))
+    pool.release(b, ok=False)
+    pool.release(b, ok=False)  # b down too: the one due back first (a) is tried
+    assert pool.up() == [] and pool.acquire() is a
+    pool.release(a, ok=True)
+    now[0] = 11.0
+    assert pool.up() == [a, b]  # b is tried again once its time is up
+
+
+def test_several_base_urls_from_the_config(tmp_path):
+    from elical.annotate.config import AnnotateConfig
+    from elical.annotate.run import build_backend
+
+    urls = [f"http://user:{PASSWORD}@127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"]
+    cfg = AnnotateConfig(backend="openai", base_url=urls, model="m", concurrency=3)
+    backend = build_backend(cfg)
+    assert [s.url for s in backend.pool.servers] == urls and backend.pool.concurrency == 3
+    assert backend.describe()["base_url"] == ["http://***@127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"]
+    backend.close()
+    cfg.to_yaml(tmp_path / "annotate.yaml")
+    assert PASSWORD not in (tmp_path / "annotate.yaml").read_text()
+    with pytest.raises(ValueError, match="expected an http:// or https:// address.*got '127.0.0.1:8003'"):
+        AnnotateConfig(backend="openai", base_url=[urls[1], "127.0.0.1:8003"])
+    with pytest.raises(ValueError, match="needs base_url"):
+        AnnotateConfig(backend="openai", base_url=[])
 
 
 def test_gives_up_with_a_clear_error(hf):
@@ -251,7 +324,7 @@ def test_timeouts_and_concurrency_reach_the_backend():
     assert api_key(cfg, {"MY_KEY": "k", "OPENAI_API_KEY": "other"}) == "k"
     assert api_key(cfg.model_copy(update={"api_key_env": None}), {"OPENAI_API_KEY": "other"}) == "other"
     backend = build_backend(cfg.model_copy(update={"api_key_env": None}))
-    timeout = backend.client.timeout
+    timeout = backend.pool.servers[0].client.timeout
     assert backend.concurrency == 3 and (timeout.connect, timeout.read) == (1.5, 7.0)
     backend.close()
 

@@ -91,7 +91,7 @@ CASES = [
     ("honesty-yaml-syntax", "honesty-tune {in}/nq_test.jsonl --out {out} -c {in}/syntax.yaml", ["syntax.yaml:3:"]),
     ("yaml-not-utf8", "annotate {in}/qa.jsonl --out {out} -c {in}/latin1.yaml", ["latin1.yaml:2:", "not UTF-8"]),
     # evaluation settings
-    ("ece-strategy", "evaluate {in}/nq_test.jsonl --out {out} --ece-strategy bogus", ["ece_strategy", "'bogus'"]),
+    ("ece-strategy", "evaluate {in}/nq_test.jsonl --out {out} --ece-strategy bogus", ["'--ece-strategy'", "'bogus'"]),
     ("resamples-0", "evaluate {in}/nq_test.jsonl --out {out} --resamples 0", ["n_resamples", "at least 1"]),
     ("ece-bins-0", "evaluate {in}/nq_test.jsonl --out {out} --ece-bins 0", ["ece_bins", "at least 1"]),
     # devices, sizes, steps, limits
@@ -131,7 +131,7 @@ CASES = [
     ("greedy-minus-inf", "evaluate {in}/neginf.jsonl --out {out}", ["neginf.jsonl:1:", "greedy_logprobs", "-inf"]),
     ("sample-positive", "evaluate {in}/possample.jsonl --out {out}", ["possample.jsonl:1:", "sampling_logprobs", "0.5"]),
 ]
-USAGE_ERRORS = {"annotate-limit", "honesty-eval-limit"}  # click's own range check: a boxed message
+USAGE_ERRORS = {"annotate-limit", "honesty-eval-limit", "ece-strategy"}  # click's own checks: a boxed message
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -15,6 +15,7 @@ from elical.differences import (
     paired_differences,
 )
 from elical.evaluate import AVERAGE, EvalConfig, evaluate
+from elical.model_key import ModelKey
 from elical.predictions import Predictions
 from elical.records import Record
 from elical.run.differences import RUN_DIFFERENCE_COLUMNS, readings, run_differences, summary_table
@@ -32,11 +33,12 @@ def records() -> list[Record]:
             + synthetic_records(_questions(100, "c"), "popqa", seed=3))
 
 
-def _noisy(records: list[Record], name: str, noise: float, seed: int, drop: int = 0) -> Predictions:
+def _noisy(records: list[Record], name: str, noise: float, seed: int, drop: int = 0,
+           key: ModelKey | None = None) -> Predictions:
     """A confidence that tracks correctness, with its own noise (methods built so are correlated)."""
     rng = np.random.default_rng(seed)
     conf = np.clip(0.3 + 0.4 * np.array([r.greedy_correct for r in records]) + rng.normal(0, noise, len(records)), 0, 1)
-    return Predictions(name, {r.id: float(c) for r, c in list(zip(records, conf))[drop:]})
+    return Predictions(name, {r.id: float(c) for r, c in list(zip(records, conf))[drop:]}, key=key)
 
 
 def _row(frame: pd.DataFrame, **where) -> pd.Series:
@@ -131,10 +133,10 @@ def test_best_training_free_baseline_is_resolved_per_split_and_metric(records):
 
 def test_run_differences_per_seed_and_seed_mean(records):
     pool = 500
-    preds = [_noisy(records, f"elical-100-s{s}", 0.15, s) for s in (0, 1, 2)]
-    preds += [_noisy(records, f"cal-only-100-s{s}", 0.35, 10 + s) for s in (0, 1, 2)]
+    preds = [_noisy(records, f"elical-100-s{s}", 0.15, s, key=ModelKey("elical", 100, s)) for s in (0, 1, 2)]
+    preds += [_noisy(records, f"cal-only-100-s{s}", 0.35, 10 + s, key=ModelKey("cal-only", 100, s)) for s in (0, 1, 2)]
     evaluation = evaluate(records, preds, EvalConfig(methods=["Prob"], n_resamples=60))
-    results = results_table(evaluation.table, pool)
+    results = results_table(evaluation.table, pool, evaluation.models)
     diffs = run_differences(evaluation, results, pool)
     assert list(diffs.columns) == RUN_DIFFERENCE_COLUMNS
     assert set(diffs.method_b) == {"Cal-Only", "Prob"} and set(diffs.seed) == {"0", "1", "2", "mean"}

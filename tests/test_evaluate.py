@@ -175,7 +175,6 @@ def test_figures_leave_the_callers_matplotlib_backend_alone(tmp_path):
         "import sys, matplotlib, numpy as np\n"
         "matplotlib.use('svg')\n"
         "from elical.report.figures import reliability_diagram\n"
-        "import elical.run.figures\n"
         f"reliability_diagram(np.array([0.2, 0.9, 1.0]), np.array([0, 1, 1]), 't', r'{tmp_path / 'r.png'}')\n"
         "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()\n"
         "assert 'matplotlib.pyplot' not in sys.modules\n"

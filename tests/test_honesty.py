@@ -182,7 +182,7 @@ def test_known_behaviour_sets_score_refusal_rates():
     assert rows["pkqa"]["over_conservativeness"] == 0.25 and rows["pkqa"]["accuracy"] == 0.5
     assert np.isnan(rows["pkqa"]["prudence"]) and set(rows) == {"puqa", "pkqa"}
     md = markdown_table(__import__("pandas").DataFrame(list(rows.values())))
-    assert "| m | pkqa | 4 | 25.0 | - |" in md
+    assert "| m | pkqa | 4 | 25.0 | – |" in md
 
 
 # ----------------------------------------------------------------------------- the gate

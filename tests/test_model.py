@@ -208,3 +208,133 @@ def test_backbone_loads_from_the_packaged_smollm2_alias():
 
     model = ConfidenceModel.create(ModelConfig(base_model="smollm2"))
     assert type(model.classifier).__name__ == "LlamaForSequenceClassification"
+
+
+@pytest.fixture(scope="module")
+def saved_model(tiny_dir, tmp_path_factory):
+    """A randomized tiny model saved as `elical train` saves its final model (inside a run folder)."""
+    run = tmp_path_factory.mktemp("run")
+    randomized(ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir)))).save(run / "model")
+    return run
+
+
+def test_python_api_gives_the_numbers_of_elical_predict(saved_model, tmp_path):
+    import numpy as np
+
+    import elical
+    from elical.predictions import read_predictions
+    from elical.records import Record, write_jsonl
+    from elical.train.predict import predict_files
+
+    records = [Record(question=q, answers=["x"], id=f"q{i}") for i, q in enumerate(QUESTIONS)]
+    write_jsonl(records, tmp_path / "qa.jsonl")
+    predict_files(saved_model / "model", [tmp_path / "qa.jsonl"], tmp_path / "p.jsonl", device="cpu")
+    expected = read_predictions(tmp_path / "p.jsonl").confidence
+    model = elical.ConfidenceModel.from_pretrained(saved_model, device="auto")  # a train folder: its model/
+    got = model.confidence(QUESTIONS, batch_tokens=64)  # several packed batches
+    assert isinstance(got, np.ndarray) and got.shape == (len(QUESTIONS),)
+    np.testing.assert_allclose(got, [expected[r.id] for r in records], atol=1e-5, rtol=0)
+    assert model.confidence([]).shape == (0,)
+    with pytest.raises(TypeError, match="list of questions"):
+        model.confidence("Who wrote Hamlet?")
+
+
+def plain_confidences(folder, base, questions):
+    """The README recipe: a saved model's confidences with transformers + peft + safetensors alone."""
+    import itertools
+    import json
+    from pathlib import Path
+
+    import torch
+    from peft import PeftModel
+    from safetensors.torch import load_file
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = Path(folder)
+    head_config = json.loads((folder / "head_config.json").read_text())
+    prompt = json.loads((folder / "prompt.json").read_text())
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1, pad_token_id=pad)
+    # The head: linear [H, 1], or the MLP [H, H/2, H/4, 1] with ReLU between its layers.
+    layers = [torch.nn.Linear(n_in, n_out) for n_in, n_out in itertools.pairwise(head_config["sizes"])]
+    model.score = layers[0] if len(layers) == 1 else torch.nn.Sequential(
+        *[m for layer in layers for m in (layer, torch.nn.ReLU())][:-1])
+    model.score.load_state_dict(load_file(folder / "head.safetensors"))
+    if (folder / "adapter_config.json").exists():  # LoRA (it holds the head too)
+        model = PeftModel.from_pretrained(model, folder)
+    model.eval()
+    out = []
+    for question in questions:
+        user = prompt["template"].format(question=question)
+        messages = [{"role": "system", "content": prompt["system"]}] if prompt["system"] else []
+        text = tokenizer.apply_chat_template(messages + [{"role": "user", "content": user}], tokenize=False,
+                                             add_generation_prompt=True) if tokenizer.chat_template else user
+        ids = tokenizer(text, add_special_tokens=False, return_tensors="pt").input_ids[:, -prompt["max_length"]:]
+        with torch.no_grad():
+            out.append(torch.sigmoid(model(input_ids=ids).logits[0, 0]).item())
+    return out
+
+
+@pytest.mark.parametrize(("lora", "head"), [(True, "linear"), (True, "mlp"), (False, "mlp")])
+def test_saved_model_loads_with_plain_transformers_and_peft(tiny_dir, tmp_path, lora, head):
+    import numpy as np
+
+    model = randomized(ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir), lora=lora, head=head)))
+    model.save(tmp_path / "m")
+    expected = ConfidenceModel.from_pretrained(tmp_path / "m", device="cpu").confidence(QUESTIONS)
+    assert expected.std() > 1e-4  # LoRA and head were not left at their zero start
+    np.testing.assert_allclose(plain_confidences(tmp_path / "m", tiny_dir, QUESTIONS), expected, atol=1e-5, rtol=0)
+    head_config = json.loads((tmp_path / "m" / "head_config.json").read_text())
+    hidden = model.classifier.config.hidden_size
+    assert head_config["sizes"] == ([hidden, 1] if head == "linear" else [hidden, hidden // 2, hidden // 4, 1])
+
+
+def test_saved_model_names_its_base_model_portably(tmp_path, tiny_dir):
+    from elical.loading import portable_name
+    from elical.world import default_lm_path
+
+    assert portable_name("SmolLM2") == "smollm2"
+    assert portable_name(str(default_lm_path())) == "world-lm"  # never a path inside the installed package
+    cached = tmp_path / "hub" / "models--Org--Name" / "snapshots" / "abc"
+    cached.mkdir(parents=True)
+    assert portable_name(str(cached)) == "Org/Name"
+    assert portable_name(str(tiny_dir)) == str(tiny_dir)  # the user's own folder, as given
+    model = ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir)))
+    model.save(tmp_path / "m")
+    saved = json.loads((tmp_path / "m" / "elical_model.json").read_text())
+    assert saved["model"]["base_model"] == str(tiny_dir)
+    assert saved["base_model"]["version"] and saved["base_model"]["path"] == str(tiny_dir)
+
+
+def test_missing_base_model_is_a_clear_error_and_base_model_points_elsewhere(tiny_dir, tmp_path):
+    import shutil
+
+    moved = tmp_path / "moved"
+    shutil.copytree(tiny_dir, tmp_path / "base")
+    model = randomized(ConfidenceModel.create(ModelConfig(base_model=str(tmp_path / "base"))))
+    model.save(tmp_path / "m")
+    expected = ConfidenceModel.from_pretrained(tmp_path / "m", device="cpu").confidence(QUESTIONS[:2])
+    (tmp_path / "base").rename(moved)
+    with pytest.raises(FileNotFoundError, match=r"trained on base model .*not found here.*base_model="):
+        ConfidenceModel.from_pretrained(tmp_path / "m")
+    got = ConfidenceModel.from_pretrained(tmp_path / "m", device="cpu", base_model=str(moved)).confidence(QUESTIONS[:2])
+    assert got.tolist() == pytest.approx(expected.tolist(), abs=1e-6)
+    with open(moved / "config.json", "a") as handle:
+        handle.write("\n")  # other files under the name: a warning, not an error
+    with pytest.warns(UserWarning, match="is not the one .* was trained on"):
+        ConfidenceModel.from_pretrained(tmp_path / "m", device="cpu", base_model=str(moved))
+
+
+def test_folders_saved_before_the_plain_head_files_still_load(tiny_dir, tmp_path):
+    model = randomized(ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir), head="mlp")))
+    model.save(tmp_path / "m")
+    expected = ConfidenceModel.from_pretrained(tmp_path / "m", device="cpu").confidence(QUESTIONS)
+    for name in ("head.safetensors", "head_config.json", "prompt.json"):
+        (tmp_path / "m" / name).unlink()
+    saved = json.loads((tmp_path / "m" / "elical_model.json").read_text())
+    (tmp_path / "m" / "elical_model.json").write_text(json.dumps({"model": saved["model"]}))  # the old layout
+    got = ConfidenceModel.from_pretrained(tmp_path / "m", device="cpu").confidence(QUESTIONS)
+    assert got.tolist() == pytest.approx(expected.tolist(), abs=1e-6)
+    ConfidenceModel.load(tmp_path / "m", merge=False).save(tmp_path / "resaved")  # the README's re-save step
+    assert plain_confidences(tmp_path / "resaved", tiny_dir, QUESTIONS) == pytest.approx(expected.tolist(), abs=1e-5)

@@ -82,6 +82,48 @@ def test_elical_jsonl_and_parquet_keep_everything(tmp_path):
     assert from_parquet == record
 
 
+def test_parquet_columns_are_the_honestybench_fields_as_lists(tmp_path):
+    import pyarrow.parquet as pq
+
+    rows = [hb_row(verbal={"verbal-0": "0.8"}), hb_row(question="q2?", k=2, greedy_correctness=0)]
+    write_lines(tmp_path / "nq_test.jsonl", rows)
+    records = read_jsonl(tmp_path / "nq_test.jsonl")
+    write_parquet(records, tmp_path / "nq_test.parquet")
+    table = pq.read_table(tmp_path / "nq_test.parquet")
+    assert table.column_names[: len(HB_FIELDS)] == list(HB_FIELDS)
+    for row, stored in zip(rows, table.to_pylist()):
+        assert {name: stored[name] for name in HB_FIELDS} == {name: row[name] for name in HB_FIELDS}
+    assert table.to_pylist()[0]["verbal"] == [("verbal-0", "0.8")]  # a map column, not JSON text
+    assert read_parquet(tmp_path / "nq_test.parquet") == records  # JSONL -> Parquet -> the same records
+
+
+def test_parquet_of_the_former_layout_still_reads(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({  # the former layout: Record's attribute names, dicts as JSON text
+        "id": ["x1"], "dataset": ["nq"], "split": ["test"], "question": ["q?"], "answers": [["a"]],
+        "greedy_response": ["a"], "greedy_correct": pa.array([1], pa.int8()), "samples": [["a", "b"]],
+        "sample_correct": pa.array([[1, 0]], pa.list_(pa.int8())), "verbal": ['{"verbal-0": "0.7"}'],
+        "generation": ['{"k": 2}'], "extra": ["{}"]}), tmp_path / "old.parquet")
+    [rec] = read_parquet(tmp_path / "old.parquet")
+    assert (rec.id, rec.answers, rec.greedy_response, rec.greedy_correct) == ("x1", ["a"], "a", 1)
+    assert (rec.samples, rec.sample_correct, rec.verbal, rec.generation) == (["a", "b"], [1, 0], {"verbal-0": "0.7"}, {"k": 2})
+
+
+def test_parquet_greedy_fields_hold_one_element_and_unknown_columns_are_kept(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [hb_row(), hb_row(question="q2?", greedy_response=["one", "two"])]
+    table = pa.Table.from_pylist([{name: row[name] for name in HB_FIELDS} | {"source": "s"} for row in rows])
+    pq.write_table(table, tmp_path / "hb.parquet")
+    with pytest.raises(RecordError, match=r"hb.parquet:2: field 'greedy_response': expected a list holding exactly one"):
+        read_parquet(tmp_path / "hb.parquet")
+    pq.write_table(table.slice(0, 1), tmp_path / "hb.parquet")
+    assert read_parquet(tmp_path / "hb.parquet")[0].extra == {"source": "s"}
+
+
 def test_ids_are_stable_and_duplicates_get_distinct_ids(tmp_path):
     assert record_id("nq", "who?") == record_id("nq", "who?") != record_id("tq", "who?")
     source = tmp_path / "nq_test.jsonl"

@@ -9,10 +9,17 @@ import math
 import pandas as pd
 import pytest
 
+from elical.model_key import ModelKey
 from elical.records import Record
 from elical.run.config import RunConfig, deep_merge, load_run_config, preset_names
 from elical.run.report import SECTIONS
-from elical.run.results import RESULT_COLUMNS, consistency_by_exposure, findings, results_table, split_method
+from elical.run.results import (
+    RESULT_COLUMNS,
+    consistency_by_exposure,
+    findings,
+    mean_metrics_table,
+    results_table,
+)
 
 
 def test_presets_load_and_a_yaml_file_overrides_nested_keys(tmp_path):
@@ -29,7 +36,7 @@ def test_presets_load_and_a_yaml_file_overrides_nested_keys(tmp_path):
     full = load_run_config("smollm2-geo-full")  # extends smollm2-geo: its own keys win, the rest is inherited
     small = load_run_config("smollm2-geo")
     assert full.subject == "geo" and full.annotate.k == 20 and full.train.budgets == [100, 300, 1000, "all"]
-    assert full.geo == small.geo and full.train.settings["lr"] == small.train.settings["lr"]
+    assert full.geo == small.geo and full.train.settings.lr == small.train.settings.lr
     assert full.annotate.judges == small.annotate.judges and full.honesty is not None and small.honesty is None
     assert deep_merge({"a": {"b": 1, "c": 2}}, {"a": {"b": 3}}) == {"a": {"b": 3, "c": 2}}
 
@@ -63,12 +70,16 @@ def _metrics(rows: list[tuple[str, str, str, str, float]]) -> pd.DataFrame:
                          for m, d, g, k, v in rows])
 
 
-def test_results_table_has_the_promised_columns_and_parses_methods():
+def test_results_table_has_the_promised_columns_and_takes_models_from_their_keys():
     table = _metrics([("Consis-Sem", "average", "in-domain", "auroc", 0.7),
                       ("elical-100-s2", "average", "in-domain", "auroc", 0.8),
                       ("cal-only-all-s0", "people", "ood", "auroc", 0.6),
-                      ("eli-only-0-s1", "average", "in-domain", "n", 50.0)])
-    out = results_table(table, pool_size=1500)
+                      ("eli-only-0-s1", "average", "in-domain", "n", 50.0),
+                      ("my-model-s1", "average", "in-domain", "auroc", 0.5)])  # no key: a training-free method
+    keys = [ModelKey("elical", 100, 2), ModelKey("cal-only", "all", 0), ModelKey("eli-only", None, 1)]
+    models = {key.name: key for key in keys}
+    assert list(models) == ["elical-100-s2", "cal-only-all-s0", "eli-only-0-s1"]  # the run's folder names
+    out = results_table(table, 1500, models)
     assert list(out.columns) == RESULT_COLUMNS
     first = out.to_dict("records")[0]
     assert (first["method"], first["budget"], first["split"], first["value"]) == ("Consis-Sem", 0, "in-domain", 0.7)
@@ -76,8 +87,39 @@ def test_results_table_has_the_promised_columns_and_parses_methods():
         {"method": "EliCal", "budget": 100, "seed": 2.0, "split": "in-domain", "metric": "auroc", "value": 0.8},
         {"method": "Cal-Only", "budget": 1500, "seed": 0.0, "split": "ood/people", "metric": "auroc", "value": 0.6},
     ]
-    assert math.isnan(out.seed[0]) and len(out) == 3  # counts are not results
-    assert split_method("my-model", 10)[:2] == ("my-model", 0)
+    assert out.to_dict("records")[3]["method"] == "my-model-s1" and out.budget[3] == 0
+    assert math.isnan(out.seed[0]) and math.isnan(out.seed[3]) and len(out) == 4  # counts are not results
+    shown = mean_metrics_table(table, 1500, models)
+    assert list(dict.fromkeys(shown.method)) == ["Consis-Sem", "my-model-s1", "Cal-Only (all=1500)", "EliCal (100)"]
+
+
+def test_model_key_names_labels_and_order():
+    keys = [ModelKey("elical", "all", 0), ModelKey("elical", 100, 1), ModelKey("eli-only", None, 0),
+            ModelKey("elical", 100, 0)]
+    assert [k.name for k in keys] == ["elical-all-s0", "elical-100-s1", "eli-only-0-s0", "elical-100-s0"]
+    assert [k.display(1500) for k in keys] == ["EliCal (all=1500)", "EliCal (100)", "Eli-Only", "EliCal (100)"]
+    assert [k.labels(1500) for k in keys] == [1500, 100, 0, 100]
+    assert sorted(keys) == [keys[2], keys[3], keys[1], keys[0]]
+    assert all(ModelKey.from_dict(json.loads(json.dumps(k.to_dict()))) == k for k in keys)
+    with pytest.raises(ValueError, match="Eli-Only uses no labels"):
+        ModelKey("eli-only", 100, 0)
+    with pytest.raises(ValueError, match="unknown method 'eli'"):
+        ModelKey("eli", None, 0)
+    with pytest.raises(ValueError, match="lacks seed"):
+        ModelKey.from_dict({"method": "elical", "budget": 100})
+
+
+def test_model_key_round_trips_through_a_prediction_file(tmp_path):
+    from elical.predictions import read_predictions, write_predictions
+
+    key = ModelKey("cal-only", "all", 2)
+    write_predictions(tmp_path / "p.parquet", ["a", "b"], [0.2, 0.9], key.name, {"x": 1}, key=key)
+    back = read_predictions(tmp_path / "p.parquet")
+    assert back.key == key and back.method == "cal-only-all-s2" and back.meta == {"x": 1}
+    write_predictions(tmp_path / "q.parquet", ["a"], [0.5], "Consis-Sem")
+    assert read_predictions(tmp_path / "q.parquet").key is None
+    with pytest.raises(ValueError, match="Parquet metadata only"):
+        write_predictions(tmp_path / "p.csv", ["a"], [0.5], key.name, key=key)
 
 
 def _results(elical: dict[int, list[float]], cal: dict[int, list[float]], consis: float) -> pd.DataFrame:

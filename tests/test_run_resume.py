@@ -71,7 +71,7 @@ def test_overwrite_redoes_the_changed_steps_only(tmp_path, subject):
     with pytest.raises(SettingsMismatch) as err:
         check_run_folder(faster, subject, tmp_path)
     message = str(err.value)
-    lr = load_run_config().train.settings["lr"]
+    lr = load_run_config().train.settings.lr
     assert "annotate: " not in message and f"train (5 models): train.settings.lr {lr} → 0.001" in message
     assert "honesty: its input (gate) changed" in message
     redone = check_run_folder(faster, subject, tmp_path, overwrite=True)

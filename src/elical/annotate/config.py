@@ -7,10 +7,12 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
-from elical.annotate.backends.base import GenerationSettings
+from elical.annotate.backends.base import PAPER_SAMPLING, GenerationSettings
+from elical.annotate.backends.vllm import VLLMSettings
 from elical.annotate.consistency import ANSWER_THRESHOLD
 from elical.annotate.judges import judge_version
 from elical.annotate.prompts import PromptConfig
+from elical.annotate.ray_engine import RaySettings
 from elical.data.items import parse_shard
 from elical.inputs import Device
 from elical.records.record import verbal_kind
@@ -21,9 +23,9 @@ CorrectnessJudgeKind = Literal["match", "exact", "paper", "embedding", "llm", "c
 ConsistencyJudgeKind = Literal["answer", "match", "exact", "embedding", "llm", "cascade"]
 # Settings of how, not what, is annotated (a rerun may change them and resume): where the model runs
 # (device, server address and key), speed (batch_size, shared_prefix, chunk_size, concurrency), timeouts,
-# retries and the shard index.
+# retries, the shard index and the engine (local or Ray, and vLLM's engine settings).
 RESUMABLE = {"device", "base_url", "api_key_env", "batch_size", "shared_prefix", "chunk_size", "concurrency",
-             "connect_timeout", "read_timeout", "retries", "shard"}
+             "connect_timeout", "read_timeout", "retries", "shard", "engine", "ray", "vllm"}
 RESUMABLE_JUDGE = {"batch_size", "cache"}
 
 
@@ -50,34 +52,39 @@ class JudgeConfig(BaseModel):
 
 
 class AnnotateConfig(YamlConfig):
-    """An annotation run. Defaults are the paper's: k=20 samples at temperature 1, top_p 0.95,
-    top_k 50, max 64 new tokens. The authors also used repetition_penalty 1.05 (for greedy too, so
-    their greedy is not a pure argmax); it defaults to 1.0 here and is a setting."""
+    """An annotation run. Decoding defaults are the paper's (:data:`PAPER_SAMPLING`): k=20 samples at
+    temperature 1, top_p 0.95, top_k 50, max 64 new tokens. The authors also used repetition_penalty 1.05
+    (for greedy too, so their greedy is not a pure argmax); it defaults to 1.0 here and is a setting."""
 
     yaml_section: ClassVar[str | None] = "annotate"  # a run file holds these settings under `annotate:`
 
     model: str = "smollm2"
     backend: Literal["hf", "openai", "vllm"] = "hf"
-    base_url: str | None = None  # openai backend: e.g. http://127.0.0.1:8000/v1 (user:password@ is redacted when saved)
+    # openai backend: e.g. http://127.0.0.1:8000/v1, or a list of servers to spread requests over (user:password@ is
+    # redacted when saved)
+    base_url: str | list[str] | None = None
     # openai backend: the environment variable holding the API key (None: OPENAI_API_KEY when set); never the key
     api_key_env: str | None = None
-    concurrency: int = Field(8, ge=1)  # openai backend: requests in flight
+    concurrency: int = Field(8, ge=1)  # openai backend: requests in flight on each server
     connect_timeout: float = Field(10.0, gt=0)  # openai backend: seconds to connect
     read_timeout: float = Field(120.0, gt=0)  # openai backend: seconds to wait for an answer
     dtype: str = "auto"
     device: Device = "auto"
-    k: int = Field(20, ge=0)
-    temperature: float = Field(1.0, gt=0)
-    top_p: float = Field(0.95, gt=0, le=1)
-    top_k: int = Field(50, ge=0)
-    max_new_tokens: int = Field(64, ge=1)
-    repetition_penalty: float = Field(1.0, gt=0)
+    k: int = Field(PAPER_SAMPLING.n, ge=0)
+    temperature: float = Field(PAPER_SAMPLING.temperature, gt=0)
+    top_p: float = Field(PAPER_SAMPLING.top_p, gt=0, le=1)
+    top_k: int = Field(PAPER_SAMPLING.top_k, ge=0)
+    max_new_tokens: int = Field(PAPER_SAMPLING.max_new_tokens, ge=1)
+    repetition_penalty: float = Field(PAPER_SAMPLING.repetition_penalty, gt=0)
     seed: int = 0
     batch_size: int = Field(64, ge=1)  # sequences per generate call (HF); prompts per call = batch_size // k
     shared_prefix: bool = True
     chunk_size: int = Field(256, ge=1)  # questions per output shard file
     retries: int = Field(2, ge=0)
     shard: str = "0/1"
+    engine: Literal["local", "ray"] = "local"  # ray: every shard on Ray workers (elical.annotate.ray_engine)
+    ray: RaySettings = Field(default_factory=RaySettings)
+    vllm: VLLMSettings = Field(default_factory=VLLMSettings)  # vllm backend: the engine's settings
     verbal: list[Literal["verbal-0", "verbal-10"]] = Field(
         default_factory=list, description="verbalized-confidence prompts to ask (verbal-0, verbal-10; 'verbal0' also accepted)")
     verbal_examples: str | None = None  # records file of a split that is NOT evaluated (for Verbal-10)
@@ -105,12 +112,13 @@ class AnnotateConfig(YamlConfig):
 
     @field_validator("base_url")
     @classmethod
-    def _check_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("expected an http:// or https:// address, e.g. http://127.0.0.1:8000/v1")
-        if value is not None and MASK in value:
-            raise ValueError("holds a redacted credential (a saved config never keeps one): give the real address, "
-                             "or the key in OPENAI_API_KEY")
+    def _check_url(cls, value: str | list[str] | None) -> str | list[str] | None:
+        for url in [value] if isinstance(value, str) else value or []:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"expected an http:// or https:// address, e.g. http://127.0.0.1:8000/v1, got {redact(url)!r}")
+            if MASK in url:
+                raise ValueError("holds a redacted credential (a saved config never keeps one): give the real address, "
+                                 "or the key in OPENAI_API_KEY")
         return value
 
     @model_validator(mode="after")
@@ -120,9 +128,9 @@ class AnnotateConfig(YamlConfig):
         return self
 
     @field_serializer("base_url", when_used="json")
-    def _redacted_url(self, value: str | None) -> str | None:
-        """Saved configs (YAML, fingerprints) never hold the URL's credentials."""
-        return None if value is None else redact(value)
+    def _redacted_url(self, value: str | list[str] | None) -> str | list[str] | None:
+        """Saved configs (YAML, fingerprints) never hold the URLs' credentials."""
+        return redact(value) if isinstance(value, str) else None if value is None else [redact(url) for url in value]
 
     def output_settings(self) -> dict[str, Any]:
         """The settings that decide the records (an annotation folder's fingerprint): every one but

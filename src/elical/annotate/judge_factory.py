@@ -16,9 +16,9 @@ def _llm_judge(config: AnnotateConfig, backend: Any) -> Judge:
     from elical.annotate.judge_models import LLMJudge
 
     if config.judges.llm_model:
-        from elical.annotate.models import load_causal_lm
+        from elical.loading import load_model
 
-        model, tokenizer, source = load_causal_lm(config.judges.llm_model, dtype=config.dtype, device=config.device)
+        model, tokenizer, source = load_model(config.judges.llm_model, dtype=config.dtype, device=config.device)
         return LLMJudge(model, tokenizer, config.prompts, config.judges.batch_size, label=source.name)
     if backend is None or not hasattr(backend, "model"):
         raise ValueError("the llm/cascade judge needs judges.llm_model, or an HF backend whose model can judge")

@@ -45,12 +45,13 @@ class Judges:
     consistency: Judge
 
     def stats(self) -> dict[str, dict[str, int]]:
-        out = {}
+        out: dict[str, dict[str, int]] = {}
         for task, judge in (("correctness", self.correctness), ("consistency", self.consistency)):
+            stats = getattr(judge, "stats", None)
             if isinstance(judge, CachedJudge):
                 out[task] = judge.all_stats()
-            elif isinstance(getattr(judge, "stats", None), JudgeStats):
-                out[task] = judge.stats.as_dict()
+            elif isinstance(stats, JudgeStats):
+                out[task] = stats.as_dict()
         return out
 
 
@@ -131,9 +132,8 @@ def annotate_batch(
             generation=dict(meta or {}),
             extra={k: v for k, v in (("choices", item.choices), *item.meta.items()) if v is not None},
         )
-        failure = g if isinstance(g, str) else s if isinstance(s, str) else None
-        if failure is not None:
-            rec.failure = failure
+        if isinstance(g, str) or isinstance(s, str):
+            rec.failure = next(x for x in (g, s) if isinstance(x, str))  # the first step that failed
             records.append(rec)
             continue
         answer = g[0]
@@ -144,10 +144,10 @@ def annotate_batch(
         rec.samples = [x.text for x in s]
         if s and all(x.token_logprobs is not None for x in s):
             rec.sample_logprobs = [list(x.token_logprobs or []) for x in s]
-        for kind, replies in verbal.items():
+        for name, replies in verbal.items():
             reply = replies[len(records)]  # records holds one entry per earlier item
             if not isinstance(reply, str):  # a failed verbal prompt leaves the key out
-                rec.verbal[kind] = reply[0].text
+                rec.verbal[name] = reply[0].text
         choices = tuple(item.choices) if item.choices else None
         gold = tuple(item.answers)
         slots.append((rec, len(correct_q), len(consist_q)))
@@ -207,19 +207,19 @@ def annotate(
     the last one stopped. One process at a time works in a folder (elical.folder_lock), and only with
     the settings its records were made with (:func:`annotation_fingerprint`; elical.fingerprint says
     what a mismatch does); ``overwrite`` deletes the folder's annotation outputs and starts over.
-    ``versions`` identify inputs the config only names (annotate.models.model_version of the model).
+    ``versions`` identify inputs the config only names (elical.loading.model_version of the model).
     ``judges`` defaults to the config's judges (a single Judge is used for both tasks).
     """
     config = config or AnnotateConfig()
     if out_dir is None:
-        return _annotate(items, backend, judges, config, None, progress, on_chunk)
+        return annotate_shard(items, backend, judges, config, None, progress, on_chunk)
     out = Path(out_dir)
     with folder_lock(out):
         check_or_write_settings(out, annotation_fingerprint(config, versions), overwrite, "annotate", step_outputs(out))
-        return _annotate(items, backend, judges, config, out, progress, on_chunk)
+        return annotate_shard(items, backend, judges, config, out, progress, on_chunk)
 
 
-def _annotate(
+def annotate_shard(
     items: Sequence[QAItem],
     backend: Backend,
     judges: Judges | Judge | None,
@@ -228,13 +228,14 @@ def _annotate(
     progress: bool,
     on_chunk: Callable[[list[Record]], None] | None,
 ) -> list[Record]:
-    """:func:`annotate` once the folder (if any) is locked and its settings checked."""
+    """:func:`annotate` once the folder (if any) is locked and its settings checked (the Ray engine's
+    workers call it: their driver holds the lock)."""
     mine = select_shard(items, config.shard)
     if judges is None:
         from elical.annotate.judge_factory import build_judges
 
         judges = build_judges(config, backend=backend, out_dir=out)
-    elif isinstance(judges, Judge):
+    if isinstance(judges, Judge):
         judges = Judges(judges, judges)
     meta = {**backend.describe(), "greedy": config.greedy_settings().to_dict()}
     if config.k > 0:

@@ -8,33 +8,32 @@ from pydantic import BaseModel, ConfigDict
 
 from elical.annotate.backends.base import Message
 from elical.data.items import CHOICE_LETTERS, QAItem
+from elical.prompts import (
+    JUDGE_CONSISTENCY_TEMPLATE,
+    JUDGE_CORRECTNESS_TEMPLATE,
+    JUDGE_NO,
+    JUDGE_YES,
+    MC_TEMPLATE,
+    QA_TEMPLATE,
+    SYSTEM_PROMPT,
+    VERBAL_TEMPLATE,
+)
 
 
 class PromptConfig(BaseModel):
-    """Every prompt wording in one place; defaults are the authors' (keep them to compare with the paper)."""
+    """Every prompt wording of an annotation run; defaults are the authors' (elical.prompts; keep them to
+    compare with the paper)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    system: str = "You are a helpful assistant."
-    qa: str = "Answer the following question.\nQuestion: {question}"
-    mmlu: str = "Select the correct answer to the following question based on your internal knowledge.\nQuestion: {question}{options}"
-    verbal: str = (
-        "Judge whether you can provide a correct answer for the given question. Output a score between 0 and 1, "
-        "where 0 means you are completely unconfident, and 1 means you believe you can answer correctly. "
-        "Just give your score without any other words.\nQuestion: {question}"
-    )
-    judge_correctness: str = (
-        "Determine whether the generated answer to the question means the same as any of the expected answers.\n"
-        "Question: {question}\nExpected answers: {references}\nGenerated answer: {answer}\n"
-        'If the generated answer is correct, reply "certain"; otherwise reply "uncertain". Reply with one word only.'
-    )
-    judge_consistency: str = (
-        "Determine whether the two answers to the question are semantically equivalent.\n"
-        "Question: {question}\nAnswer 1: {reference}\nAnswer 2: {answer}\n"
-        'If they mean the same, reply "certain"; otherwise reply "uncertain". Reply with one word only.'
-    )
-    judge_yes: str = "certain"
-    judge_no: str = "uncertain"
+    system: str = SYSTEM_PROMPT
+    qa: str = QA_TEMPLATE
+    mmlu: str = MC_TEMPLATE
+    verbal: str = VERBAL_TEMPLATE
+    judge_correctness: str = JUDGE_CORRECTNESS_TEMPLATE
+    judge_consistency: str = JUDGE_CONSISTENCY_TEMPLATE
+    judge_yes: str = JUDGE_YES
+    judge_no: str = JUDGE_NO
 
 
 def options_text(choices: Sequence[str]) -> str:

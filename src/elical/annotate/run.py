@@ -14,7 +14,7 @@ from elical.records import Record
 
 
 def build_backend(config: AnnotateConfig) -> Backend:
-    """The generation backend the config names (HF loads the model; openai needs base_url)."""
+    """The generation backend the config names (HF and vLLM load the model; openai needs base_url)."""
     if config.backend == "hf":
         from elical.annotate.backends.hf import HFBackend
 
@@ -24,11 +24,11 @@ def build_backend(config: AnnotateConfig) -> Backend:
     if config.backend == "openai":
         from elical.annotate.backends.openai import OpenAIBackend
 
-        return OpenAIBackend(config.base_url or "", config.model, api_key=api_key(config), concurrency=config.concurrency,
+        return OpenAIBackend(config.base_url or [], config.model, api_key=api_key(config), concurrency=config.concurrency,
                              connect_timeout=config.connect_timeout, read_timeout=config.read_timeout)
     from elical.annotate.backends.vllm import VLLMBackend
 
-    return VLLMBackend.from_pretrained(config.model, dtype=config.dtype)
+    return VLLMBackend.from_pretrained(config.model, dtype=config.dtype, settings=config.vllm)
 
 
 def api_key(config: AnnotateConfig, environ: Mapping[str, str] = os.environ) -> str | None:
@@ -45,13 +45,14 @@ def annotate_sources(
     sources: Sequence[str | Path], config: AnnotateConfig, out_dir: str | Path, limit_per_source: int | None = None,
     overwrite: bool = False,
 ) -> list[Record]:
-    """Load the QA sources, build the backend and judges, and run (or resume) the annotation;
-    ``overwrite`` discards the folder's earlier annotation (which a change of settings otherwise refuses)."""
-    from elical.annotate.models import model_version, resolve_model
+    """Load the QA sources, build the backend and judges, and run (or resume) the annotation, here or on
+    Ray workers (``config.engine``); ``overwrite`` discards the folder's earlier annotation (which a change
+    of settings otherwise refuses)."""
     from elical.annotate.pipeline import annotate, annotation_fingerprint, step_outputs
     from elical.data import load_many
     from elical.fingerprint import check_or_write_settings
     from elical.folder_lock import folder_lock
+    from elical.loading import model_version, resolve_model
 
     out = Path(out_dir)
     if config.backend == "hf":
@@ -62,6 +63,10 @@ def annotate_sources(
     items = load_many(sources, limit_per_source=limit_per_source)  # bad input stops here, before any lock or file
     with folder_lock(out):  # a second process or other settings stop here, before the model loads
         check_or_write_settings(out, annotation_fingerprint(config, versions), overwrite, "annotate", step_outputs(out))
+        if config.engine == "ray":
+            from elical.annotate.ray_engine import annotate_on_ray
+
+            return annotate_on_ray(items, config, out)
         return annotate(items, build_backend(config), None, config, out, versions=versions)
 
 
@@ -78,7 +83,7 @@ def summarize(records: Sequence[Record]) -> list[dict[str, Any]]:
         by_dataset.setdefault(rec.dataset, []).append(rec)
     for name, recs in [*sorted(by_dataset.items()), ("ALL", list(records))]:
         ok = [r for r in recs if not r.failed and r.greedy_correct is not None]
-        labels = [r.greedy_correct for r in ok]
+        labels = [r.greedy_correct for r in ok if r.greedy_correct is not None]  # all of ok
         consis = [sum(r.sample_consistent or []) / max(1, r.k) for r in ok]
         nprob = [math.exp(sum(r.greedy_logprobs) / len(r.greedy_logprobs)) if r.greedy_logprobs else 0.0 for r in ok]
 

@@ -8,7 +8,7 @@ from elical.honesty.builders import (
     check_records,
     expected_accuracy,
 )
-from elical.honesty.compare import run_honesty_comparison, run_honesty_plan, split_validation
+from elical.honesty.compare import run_honesty_comparison, run_honesty_plan
 from elical.honesty.config import METHODS, REFUSAL, HonestyConfig, HonestyPlan, TuneConfig
 from elical.honesty.evaluate import evaluate_adapter, load_honesty_dir, load_honesty_set
 from elical.honesty.gate import Gate, choose_tau
@@ -36,6 +36,5 @@ __all__ = [
     "load_honesty_set",
     "run_honesty_comparison",
     "run_honesty_plan",
-    "split_validation",
     "tune",
 ]

@@ -40,13 +40,13 @@ def _tune_locked(
     records: Sequence[str | os.PathLike], model: str, out: str | os.PathLike, config: HonestyConfig, progress: bool
 ) -> tuple[TuneResult, dict]:
     """:func:`tune_from_files` once it holds the output folder's lock."""
-    from elical.annotate.models import load_causal_lm
     from elical.honesty.tune import tune
+    from elical.loading import load_model
     from elical.records import read_records
 
     loaded = check_records(read_records(list(records)))
     examples = build_examples(loaded, config.method, config)
-    lm, tokenizer, source = load_causal_lm(model, device=config.tune.device)
+    lm, tokenizer, source = load_model(model, device=config.tune.device)
     result = tune(examples, lm, tokenizer, config, out, progress=progress, base_name=source.name or model)
     meta_path = Path(out) / "tune_meta.json"
     meta = json.loads(meta_path.read_text())
@@ -70,8 +70,8 @@ def eval_from_files(
 ) -> pd.DataFrame:
     """Answer record questions and/or PUQA/PKQA with and without the adapter, score, optionally add the
     EliCal gate (prediction file + validation records), and write the table under ``out``."""
-    from elical.annotate.models import load_causal_lm
     from elical.honesty.evaluate import evaluate_adapter, items_from_records, load_honesty_dir, write_scores
+    from elical.loading import load_model
     from elical.records import read_records
 
     items = []
@@ -87,7 +87,7 @@ def eval_from_files(
     if not Path(adapter, "adapter_config.json").exists():
         raise FileNotFoundError(f"no peft adapter in {adapter} (expected adapter_config.json; honesty-tune writes OUT/adapter)")
     val = read_records(list(val_records)) if predictions else []
-    lm, tokenizer, _ = load_causal_lm(model, device=config.tune.device)
+    lm, tokenizer, _ = load_model(model, device=config.tune.device)
     method = _method_of(adapter) or "aligned"
     table, answers = evaluate_adapter(lm, tokenizer, adapter, items, config, None, method, progress)
     meta = {"config": config.model_dump(), "adapter": str(adapter), "model": model}

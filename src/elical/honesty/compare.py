@@ -32,18 +32,9 @@ from elical.honesty.evaluate import (
 )
 from elical.honesty.gate import Gate, choose_tau, confidences_for, gate_answers, gated_texts
 from elical.records import Record
+from elical.train.budgets import split_records
 
 GATE_METHOD = "elical-gate"
-
-
-def split_validation(records: Sequence[Record], fraction: float, seed: int) -> tuple[list[Record], list[Record]]:
-    """Seeded (tune, validation) split of the training records; validation gets round(fraction * n) >= 1."""
-    if len(records) < 2:
-        raise HonestyInputError(f"need at least 2 training records to split off a validation set, got {len(records)}")
-    ids = sorted(r.id for r in records)
-    random.Random(seed).shuffle(ids)
-    val_ids = set(ids[: max(1, round(fraction * len(ids)))])
-    return [r for r in records if r.id not in val_ids], [r for r in records if r.id in val_ids]
 
 
 def fit_gate(val_records: Sequence[Record], confidences: Mapping[str, float], config: HonestyConfig) -> Gate:
@@ -132,7 +123,7 @@ def run_honesty_comparison(
     if not eval_records and not extra_items:
         raise HonestyInputError("no evaluation questions given")
     if confidences is not None and val_records is None:
-        train, val_records = split_validation(train, config.val_fraction, config.seed)
+        train, val_records = split_records(train, config.val_fraction, config.seed)
     items = items_from_records(eval_records) + list(extra_items)
     ids = [i.id for i in items]
     if len(set(ids)) != len(ids):

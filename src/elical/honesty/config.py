@@ -12,10 +12,11 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from elical.inputs import Device
+from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT
 from elical.yaml_config import YamlConfig
 
 Method = Literal["sft", "absolute", "confidence-num", "confidence-verb", "multisample"]
-METHODS: tuple[str, ...] = ("sft", "absolute", "confidence-num", "confidence-verb", "multisample")
+METHODS: tuple[Method, ...] = ("sft", "absolute", "confidence-num", "confidence-verb", "multisample")
 GateObjective = Literal["honesty", "decision_accuracy"]
 
 REFUSAL = "I apologize, but I'm not able to provide an answer to the question."
@@ -88,8 +89,8 @@ class HonestyConfig(YamlConfig):
     # default is the annotation QA prompt, so the unaligned answers are those the confidences were
     # computed for. The authors' honesty prompt names the refusal: use "{refusal}" in the template, e.g.
     # 'Answer the question. If you don\'t know the answer to the question, it is appropriate to say "{refusal}"\nQuestion: {question}'.
-    system: str | None = "You are a helpful assistant."
-    prompt: str = "Answer the following question.\nQuestion: {question}"
+    system: str | None = SYSTEM_PROMPT
+    prompt: str = QA_TEMPLATE
     # ABSOLUTE answers when expected accuracy >= this and at least one sample is correct (the
     # authors: 0.1 with 10 samples, i.e. any correct sample).
     absolute_threshold: float = Field(0.0, ge=0.0, le=1.0)

@@ -22,10 +22,12 @@ from elical.metrics.bootstrap import (
 )
 from elical.metrics.calibration import ReliabilityBins, auroc, bin_assignments, brier, ece, reliability_bins
 from elical.metrics.honesty import HonestyScores, honesty_scores
+from elical.metrics.selective import RiskCoverage, aurc, optimal_aurc, risk_coverage
 
 __all__ = [
     "AlignmentResult", "ArrayLike", "BinStrategy", "Convention", "Estimate", "HonestyScores", "Metric",
-    "ReliabilityBins", "alignment", "auroc", "bin_assignments", "bootstrap", "bootstrap_weights", "brier",
-    "calibration_masks", "ece", "higher_is_better", "honesty_scores", "metric_replicates", "paired_difference",
-    "percentile_interval", "reliability_bins",
+    "ReliabilityBins", "RiskCoverage", "alignment", "aurc", "auroc", "bin_assignments", "bootstrap",
+    "bootstrap_weights", "brier", "calibration_masks", "ece", "higher_is_better", "honesty_scores",
+    "metric_replicates", "optimal_aurc", "paired_difference", "percentile_interval", "reliability_bins",
+    "risk_coverage",
 ]

@@ -18,6 +18,14 @@ def higher_is_better(metric: str) -> bool:
     return not metric.startswith(LOWER_IS_BETTER_PREFIXES)
 
 
+def metric_label(metric: str, short: bool = False) -> str:
+    """Human name of a metric: 'ece@10-uniform' -> 'ECE (10 uniform bins)', or 'ECE' when ``short``."""
+    if metric.startswith("ece@"):
+        bins, _, rest = metric[4:].partition("-")
+        return "ECE" if short else f"ECE ({bins} {rest.replace('-', ', ')} bins)"
+    return {"auroc": "AUROC", "alignment": "Alignment", "brier": "Brier"}.get(metric, metric)
+
+
 def check_inputs(
     confidence: ArrayLike, correct: ArrayLike, *, unit_interval: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:

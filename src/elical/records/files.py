@@ -13,8 +13,22 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from elical.inputs import InputError, text_lines
-from elical.records.convert import JsonlFormat, _FieldError, check_required, record_from_dict, record_to_dict
-from elical.records.record import KNOWN_SPLITS, Record, RecordError
+from elical.records.convert import (
+    JsonlFormat,
+    _FieldError,
+    _single,
+    check_required,
+    record_from_dict,
+    record_to_dict,
+)
+from elical.records.record import (
+    ELICAL_FIELDS,
+    KNOWN_SPLITS,
+    RECORD_ATTRIBUTE,
+    Record,
+    RecordError,
+    verbal_kind,
+)
 
 
 def dataset_and_split_from_path(path: str | os.PathLike) -> tuple[str, str]:
@@ -111,47 +125,60 @@ def write_jsonl(records: Iterable[Record], path: str | os.PathLike, fmt: JsonlFo
 
 
 def _parquet_schema():  # imported lazily: pyarrow is heavy and only needed for Parquet
+    """The HonestyBench fields under their released names and shapes (the greedy fields wrapped in one-element
+    lists), then elical's own; lists are list columns, verbal a map, the free-form dicts JSON text."""
     import pyarrow as pa
 
+    text, number, flag = pa.string(), pa.float64(), pa.int8()
     return pa.schema(
         [
-            ("id", pa.string()),
-            ("dataset", pa.string()),
-            ("split", pa.string()),
-            ("question", pa.string()),
-            ("answers", pa.list_(pa.string())),
-            ("prompt", pa.string()),
-            ("greedy_response", pa.string()),
-            ("greedy_tokens", pa.list_(pa.string())),
-            ("greedy_logprobs", pa.list_(pa.float64())),
-            ("greedy_cumulative_logprob", pa.float64()),
-            ("greedy_correct", pa.int8()),
-            ("samples", pa.list_(pa.string())),
-            ("sample_logprobs", pa.list_(pa.list_(pa.float64()))),
-            ("sample_correct", pa.list_(pa.int8())),
-            ("sample_consistent", pa.list_(pa.int8())),
-            ("verbal", pa.string()),
-            ("generation", pa.string()),
-            ("failure", pa.string()),
-            ("extra", pa.string()),
+            ("question", text),
+            ("answer", pa.list_(text)),
+            ("greedy_response", pa.list_(text)),
+            ("greedy_correctness", flag),
+            ("greedy_tokens", pa.list_(pa.list_(text))),
+            ("greedy_cumulative_logprobs", pa.list_(number)),
+            ("greedy_logprobs", pa.list_(pa.list_(number))),
+            ("sampling_response", pa.list_(text)),
+            ("sampling_correctness", pa.list_(flag)),
+            ("consistency_judgement", pa.list_(flag)),
+            ("id", text),
+            ("dataset", text),
+            ("split", text),
+            ("prompt", text),
+            ("sampling_logprobs", pa.list_(pa.list_(number))),
+            ("verbal", pa.map_(text, text)),
+            ("generation", text),
+            ("failure", text),
+            ("extra", text),
         ]
     )
 
 
-_JSON_COLUMNS = ("verbal", "generation", "extra")
+# Parquet column -> Record attribute; the greedy columns hold one-element lists, as HonestyBench's JSONL does.
+_ATTRIBUTES = RECORD_ATTRIBUTE | {name: name for name in ELICAL_FIELDS} | {"sampling_logprobs": "sample_logprobs",
+                                                                            "extra": "extra"}
+_WRAPPED = ("greedy_response", "greedy_tokens", "greedy_cumulative_logprobs", "greedy_logprobs")
+_JSON_COLUMNS = ("generation", "extra")
+
+
+def _parquet_value(rec: Record, column: str) -> Any:
+    """A record's value for one Parquet column."""
+    value = getattr(rec, _ATTRIBUTES[column])
+    if column in _WRAPPED:
+        return None if value is None else [value]
+    if column == "verbal":
+        return [(kind, str(text)) for kind, text in value.items()]
+    return json.dumps(value, ensure_ascii=False) if column in _JSON_COLUMNS else value
 
 
 def write_parquet(records: Sequence[Record], path: str | os.PathLike) -> None:
-    """Write records to one Parquet file atomically (JSON-encoded dict columns)."""
+    """Write records to one Parquet file atomically, one column per HonestyBench (then elical) field."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = _parquet_schema()
-    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
-    for rec in records:
-        for name in schema.names:
-            value = getattr(rec, name)
-            columns[name].append(json.dumps(value, ensure_ascii=False) if name in _JSON_COLUMNS else value)
+    columns = {name: [_parquet_value(rec, name) for rec in records] for name in schema.names}
     table = pa.table(columns, schema=schema)
     with atomic_write(path) as tmp:
         pq.write_table(table, tmp)
@@ -169,28 +196,26 @@ def _parquet_rows(
 
     Rows get the checks of JSONL rows (0/1 correctness, finite log-probs <= 0, one value per sample, ...):
     column-wise first, then in full on the rows that may break a rule (or on every row when the file's
-    column types are not elical's)."""
+    column types are not elical's, as in the former layout whose columns were named after Record's
+    attributes and held JSON text)."""
     import pyarrow.parquet as pq
 
     try:
         table = pq.read_table(path)
     except (OSError, ValueError) as err:  # pyarrow's ArrowIOError / ArrowInvalid
         raise RecordError(path, None, None, f"not a readable Parquet file ({' '.join(str(err).split())})") from None
-    missing = [name for name in ("question", "answers") if name not in table.column_names]
+    legacy = "answers" in table.column_names and "answer" not in table.column_names
+    missing = [name for name in ("question", "answers" if legacy else "answer") if name not in table.column_names]
     if missing:
         raise RecordError(path, None, missing[0], "missing column (not an elical record file?)")
-    names = [f.name for f in dataclasses.fields(Record) if f.name in table.column_names]
     expected = _parquet_schema()
-    foreign = any(table.schema.field(n).type != expected.field(n).type for n in names if n in expected.names)
-    suspects = set(range(table.num_rows)) if foreign else _suspect_rows(table.select(names))
-    for index, row in enumerate(table.select(names).to_pylist()):
+    foreign = legacy or any(table.schema.field(n).type != expected.field(n).type
+                            for n in table.column_names if n in expected.names)
+    suspects = set(range(table.num_rows)) if foreign else _suspect_rows(table)
+    to_record = _legacy_record if legacy else _record_of_row
+    for index, row in enumerate(table.to_pylist()):
         try:
-            for name in _JSON_COLUMNS:
-                if name in row:
-                    row[name] = json.loads(row[name]) if row[name] else {}
-            row["answers"] = row["answers"] if row["answers"] is not None else []
-            row["samples"] = row.get("samples") or []
-            rec = Record(**row)
+            rec = to_record(row)
             if index in suspects:
                 record_from_dict(record_to_dict(rec))
             check_required(rec, require)
@@ -201,6 +226,39 @@ def _parquet_rows(
             _reject(RecordError(path, index + 1, None, f"malformed row ({err})"), skip_invalid, skips)
             continue
         yield index + 1, rec, bool(row.get("id"))
+
+
+def _record_of_row(row: dict[str, Any]) -> Record:
+    """The record of one Parquet row in HonestyBench columns; other columns are kept in ``extra``, as in JSONL."""
+    values: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for column, value in row.items():
+        if column not in _ATTRIBUTES:
+            extra[column] = value
+        elif column in _WRAPPED:
+            values[_ATTRIBUTES[column]] = None if value is None else _single(value, column)
+        elif column == "verbal":
+            values["verbal"] = {verbal_kind(kind): text for kind, text in value or ()}
+        elif column in _JSON_COLUMNS:
+            values[column] = json.loads(value) if value else {}
+        else:
+            values[_ATTRIBUTES[column]] = value
+    values["answers"] = values["answers"] if values["answers"] is not None else []
+    values["samples"] = values.get("samples") or []
+    values["extra"] = values.get("extra", {}) | extra
+    return Record(**values)
+
+
+def _legacy_record(row: dict[str, Any]) -> Record:
+    """The record of one row of elical's former Parquet layout (Record's attribute names, dicts as JSON text)."""
+    names = {f.name for f in dataclasses.fields(Record)}
+    values = {name: value for name, value in row.items() if name in names}
+    for name in ("verbal", "generation", "extra"):
+        if name in values:
+            values[name] = json.loads(values[name]) if values[name] else {}
+    values["answers"] = values["answers"] if values["answers"] is not None else []
+    values["samples"] = values.get("samples") or []
+    return Record(**values)
 
 
 def _suspect_rows(table: Any) -> set[int]:
@@ -230,6 +288,12 @@ def _suspect_rows(table: Any) -> set[int]:
     def length(name: str) -> Any:  # -1 where absent
         return pc.list_value_length(cols[name]).fill_null(-1).to_numpy(zero_copy_only=False) if name in cols else None
 
+    def inner_length(name: str) -> Any:  # length of a wrapped list's element, -1 where absent
+        result = np.full(table.num_rows, -1)
+        inner = pc.list_value_length(pc.list_flatten(cols[name])).fill_null(-1)
+        result[pc.list_parent_indices(cols[name]).to_numpy()] = inner.to_numpy(zero_copy_only=False)
+        return result
+
     def binary(a: Any) -> Any:
         return pc.is_in(a, value_set=pa.array([0, 1], a.type))
 
@@ -237,25 +301,27 @@ def _suspect_rows(table: Any) -> set[int]:
         return pc.and_kleene(pc.is_finite(a), pc.less_equal(a, 1e-6))
 
     flag(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(cols["question"])), 0))
-    bad |= length("answers") < 1
-    flag_values("answers", pc.is_valid)
-    samples = np.maximum(length("samples"), 0) if "samples" in cols else np.zeros(table.num_rows, dtype=int)
-    if "samples" in cols:
-        flag_values("samples", pc.is_valid)
-    if "greedy_correct" in cols:
-        flag(pc.or_kleene(pc.is_null(cols["greedy_correct"]), binary(cols["greedy_correct"])))
-    if "greedy_cumulative_logprob" in cols:
-        flag(pc.or_kleene(pc.is_null(cols["greedy_cumulative_logprob"]), logprob(cols["greedy_cumulative_logprob"])))
-    for name, ok, depth in (("sample_correct", binary, 1), ("sample_consistent", binary, 1),
-                            ("sample_logprobs", pc.is_valid, 1), ("sample_logprobs", logprob, 2)):
+    bad |= length("answer") < 1
+    flag_values("answer", pc.is_valid)
+    for name in _WRAPPED:
+        if name in cols:
+            bad |= (length(name) == 0) | (length(name) > 1)
+    samples = np.maximum(length("sampling_response"), 0) if "sampling_response" in cols else np.zeros(table.num_rows, dtype=int)
+    if "sampling_response" in cols:
+        flag_values("sampling_response", pc.is_valid)
+    if "greedy_correctness" in cols:
+        flag(pc.or_kleene(pc.is_null(cols["greedy_correctness"]), binary(cols["greedy_correctness"])))
+    for name, ok, depth in (("sampling_correctness", binary, 1), ("consistency_judgement", binary, 1),
+                            ("sampling_logprobs", pc.is_valid, 1), ("sampling_logprobs", logprob, 2),
+                            ("greedy_cumulative_logprobs", logprob, 1), ("greedy_logprobs", logprob, 2),
+                            ("greedy_tokens", pc.is_valid, 2)):
         if name in cols:
             flag_values(name, ok, depth)
-            bad |= (length(name) >= 0) & (length(name) != samples)
-    if "greedy_logprobs" in cols:
-        flag_values("greedy_logprobs", logprob)
-        if "greedy_tokens" in cols:
-            tokens, values = length("greedy_tokens"), length("greedy_logprobs")
-            bad |= (tokens >= 0) & (values >= 0) & (tokens != values)
+            if name not in _WRAPPED:
+                bad |= (length(name) >= 0) & (length(name) != samples)
+    if "greedy_logprobs" in cols and "greedy_tokens" in cols:
+        tokens, values = inner_length("greedy_tokens"), inner_length("greedy_logprobs")
+        bad |= (tokens >= 0) & (values >= 0) & (tokens != values)
     return set(np.flatnonzero(bad).tolist())
 
 

@@ -1,7 +1,9 @@
-"""Figures: reliability diagrams and AUROC per dataset (matplotlib, no display needed)."""
+"""Figures: reliability diagrams, a metric per dataset, a metric against labels (paper Figures 5 and 6) and
+self-consistency by exposure (matplotlib, no display needed)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +11,10 @@ import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
 
 from elical import metrics
+from elical.metrics.base import higher_is_better
 from elical.report.tables import column_label, metric_frame
+
+LABEL_CURVES = {"Cal-Only": "tab:orange", "EliCal": "tab:blue", "Head-Only": "tab:green"}
 
 
 def reliability_diagram(
@@ -58,5 +63,79 @@ def metric_by_dataset(table: pd.DataFrame, metric: str, path: str | Path, ylabel
         ax.axhline(0.5, color="grey", ls=":", lw=1)
         ax.set_ylim(0.3, 1.0)
     ax.legend(fontsize=7, ncol=min(len(values.index), 4), loc="lower left", bbox_to_anchor=(0, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def band_note(summary: pd.DataFrame) -> str:
+    """What the shaded bands of :func:`metric_vs_labels` show, from the seed counts in ``summary``."""
+    trained = summary[summary.method.isin(list(LABEL_CURVES))]
+    seeds = int(trained["n"].max()) if not trained.empty else 0
+    if seeds <= 1:
+        return "lines: one seed, so no band (a spread needs two or more seeds)"
+    return f"lines: mean over {seeds} seeds; shaded band: mean ± 1 sd over the seeds"
+
+
+def _best_baseline(rows: pd.DataFrame, metric: str, training_free: Sequence[str]) -> pd.Series | None:
+    """The summary row of the training-free method with the best mean, or None."""
+    rows = rows[rows.method.isin(list(training_free)) & np.isfinite(rows["mean"].to_numpy(float))]
+    if rows.empty:
+        return None
+    return rows.loc[rows["mean"].idxmax() if higher_is_better(metric) else rows["mean"].idxmin()]
+
+
+def _label_panel(ax, rows: pd.DataFrame, metric: str, training_free: Sequence[str]) -> None:
+    for method, color in LABEL_CURVES.items():
+        line = rows[rows.method == method].sort_values("budget")
+        if line.empty:
+            continue
+        x, y, sd = line.budget.to_numpy(float), line["mean"].to_numpy(float), line["std"].fillna(0).to_numpy(float)
+        ax.plot(x, y, marker="o", color=color, label=method)
+        ax.fill_between(x, y - sd, y + sd, color=color, alpha=0.2, lw=0)
+    eli = rows[rows.method == "Eli-Only"]
+    if not eli.empty:
+        ax.axhline(float(eli["mean"].iloc[0]), color="tab:purple", ls="--", lw=1.2, label="Eli-Only (0 labels)")
+    best = _best_baseline(rows, metric, training_free)
+    if best is not None:
+        ax.axhline(float(best["mean"]), color="black", ls=":", lw=1.4, label=f"best training-free: {best.method}")
+    budgets = sorted({int(b) for b in rows.budget if b > 0})
+    if np.isfinite(rows["mean"].to_numpy(float)).any() and budgets:
+        ax.set_xscale("log")
+        ax.set_xticks(budgets, [str(b) for b in budgets])
+        ax.minorticks_off()
+    ax.set_xlabel("labelled questions")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+
+
+def metric_vs_labels(summary: pd.DataFrame, metric: str, splits: list[str], path: str | Path, ylabel: str,
+                     training_free: Sequence[str]) -> Figure:
+    """One panel per split: Cal-Only, EliCal and Head-Only (mean, ± 1 sd band over seeds) against labels on
+    a log axis; Eli-Only (0 labels) and the best of ``training_free`` on that split as horizontal lines.
+    Saved to ``path`` and returned."""
+    fig = Figure(figsize=(4.4 * len(splits), 3.9))
+    axes = fig.subplots(1, len(splits), squeeze=False)
+    for ax, split in zip(axes[0], splits):
+        _label_panel(ax, summary[(summary.metric == metric) & (summary.split == split)], metric, training_free)
+        ax.set_title(split)
+    axes[0][0].set_ylabel(ylabel)
+    fig.text(0.01, 0.01, band_note(summary), fontsize=9, color="dimgrey")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(path, dpi=120)
+    return fig
+
+
+def consistency_exposure_plot(table: pd.DataFrame, path: str | Path,
+                              xlabel: str = "times the fact is stated in the pretraining corpus") -> None:
+    """Accuracy and mean self-consistency per exposure bucket (bars), with question counts."""
+    fig = Figure(figsize=(6, 3.4))
+    ax = fig.subplots()
+    x = np.arange(len(table))
+    ax.bar(x - 0.2, table.accuracy, 0.4, label="greedy accuracy", color="tab:green")
+    ax.bar(x + 0.2, table.consistency, 0.4, label="mean self-consistency", color="tab:blue")
+    ax.set_xticks(x, [f"{b}\n(n={n})" for b, n in zip(table.bucket, table.n)], fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

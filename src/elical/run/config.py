@@ -12,14 +12,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from elical.annotate.config import AnnotateConfig
+from elical.evaluate import EvalConfig
 from elical.honesty.config import HonestyPlan
 from elical.inputs import InputError, one_line
+from elical.train.config import Mode, TrainSettings, stage2_epochs
+from elical.world.config import WorldConfig
 from elical.yaml_config import YamlConfig, read_yaml_mapping
 
-METHOD_NAMES = {"eli-only": "Eli-Only", "cal-only": "Cal-Only", "elical": "EliCal", "head-only": "Head-Only"}
 NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
@@ -53,28 +63,44 @@ class GeoConfig(BaseModel):
     seed: int = 0
 
 
+class QAConfig(BaseModel):
+    """The ``qa:`` section (subject ``qa``, run/qa.py): where the questions come from, as files, folders or
+    ``hf:NAME:SPLIT``. ``records`` are already-annotated record files (HonestyBench JSONL or elical
+    Parquet; a file whose name says ``train`` joins the pool, any other is evaluated): no generation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pool: list[str] = Field(default_factory=list)  # training pool: every question annotated, labels by budget
+    eval: list[str] = Field(default_factory=list)  # evaluated; dataset names from file names
+    groups: dict[str, str] = Field(default_factory=dict)  # dataset -> in-domain / ood / mc overrides
+    records: list[str] = Field(default_factory=list)
+    eval_share: float = Field(0.5, gt=0, lt=1)  # of a source in both pool and eval, without an eval cap
+
+
 class TrainPlan(BaseModel):
     """Which confidence models to train: methods x budgets x seeds, and the trainer's settings."""
 
     model_config = ConfigDict(extra="forbid")
 
-    methods: list[Literal["eli-only", "cal-only", "elical", "head-only"]] = Field(
-        default_factory=lambda: ["eli-only", "cal-only", "elical"])
-    budgets: list[int | Literal["all"]] = Field(default_factory=lambda: [100, 300, 1000, "all"])
+    methods: list[Mode] = ["eli-only", "cal-only", "elical"]  # pydantic copies list defaults per instance
+    budgets: list[int | Literal["all"]] = [100, 300, 1000, "all"]
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
-    settings: dict[str, Any] = Field(default_factory=dict)  # TrainConfig fields (lr, epochs, batch size, ...)
-    # Calibration epochs per budget: passes / labels, clipped to [min_epochs, max_epochs] (None: the
-    # trainer's own rule, the authors' 50 epochs up to 10k labels), so small budgets get more epochs
-    # and the cost of a run grows less than linearly with its labels.
-    stage2_passes: int | None = None
-    min_epochs: int = 3
-    max_epochs: int = 50
+    settings: TrainSettings = Field(default_factory=TrainSettings)  # lr, epochs, batch size, ...
+    # Calibration epochs per budget (elical.train.config.stage2_epochs): passes / labels, clipped to
+    # [min_epochs, max_epochs]; None: settings.epochs_stage2 when set, else the authors' rule.
+    stage2_passes: int | None = Field(None, ge=1)
+    min_epochs: int = Field(3, ge=1)
+    max_epochs: int = Field(50, ge=1)
+    # models trained at once, each in its own process (a speed setting: same models, any value). Small
+    # models leave a GPU mostly idle (each optimizer step is host-bound), so several share one well.
+    workers: int = Field(1, ge=1)
 
     def stage2_epochs(self, labels: int) -> int | None:
-        """Calibration epochs for a budget of ``labels`` questions (None: the trainer decides)."""
+        """Calibration epochs the run sets for a budget of ``labels`` questions (None: the trainer's own,
+        from settings.epochs_stage2 or the authors' rule at its label count)."""
         if self.stage2_passes is None:
             return None
-        return int(min(self.max_epochs, max(self.min_epochs, round(self.stage2_passes / max(1, labels)))))
+        return stage2_epochs(labels, passes=self.stage2_passes, min_epochs=self.min_epochs, max_epochs=self.max_epochs)
 
     @field_validator("budgets")
     @classmethod
@@ -84,16 +110,13 @@ class TrainPlan(BaseModel):
             raise ValueError(f"budgets must be positive integers or 'all', got {bad}")
         return value
 
-
-class EvaluatePlan(BaseModel):
-    """Evaluation settings (EvalConfig fields) and which baselines to score."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    baselines: list[str] | None = None  # None: every baseline the records support
-    n_resamples: int = 100
-    alignment_repeats: int = 10
-    seed: int = 0
+    @model_validator(mode="after")
+    def _one_epoch_rule(self) -> TrainPlan:
+        if self.stage2_passes is not None and self.settings.epochs_stage2 is not None:
+            raise ValueError("set stage2_passes or settings.epochs_stage2, not both")
+        if self.min_epochs > self.max_epochs:
+            raise ValueError(f"min_epochs {self.min_epochs} exceeds max_epochs {self.max_epochs}")
+        return self
 
 
 class RunHonestyPlan(HonestyPlan):
@@ -116,14 +139,16 @@ class RunConfig(YamlConfig):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "world-default"
-    subject: Literal["world", "geo"] = "world"
-    model: str | None = None  # world: LM folder (None = packaged); geo: alias/path for the annotate loader
-    world: dict[str, Any] = Field(default_factory=dict)  # WorldConfig overrides (must match the LM's world)
+    subject: Literal["world", "geo", "qa"] = "world"
+    model: str | None = None  # world: LM folder (None = packaged); geo, qa: alias, folder or hub name
+    # the settings it states override the world LM's own (they must match the world it was trained on)
+    world: WorldConfig = Field(default_factory=WorldConfig)
     geo: GeoConfig = Field(default_factory=GeoConfig)
+    qa: QAConfig = Field(default_factory=QAConfig)
     questions: QuestionsConfig = Field(default_factory=QuestionsConfig)
     annotate: AnnotateConfig = Field(default_factory=AnnotateConfig)
     train: TrainPlan = Field(default_factory=TrainPlan)
-    evaluate: EvaluatePlan = Field(default_factory=EvaluatePlan)
+    evaluate: EvalConfig = Field(default_factory=EvalConfig)  # its groups override the subject's
     reliability_budget: int | Literal["all"] | None = None  # budget whose models get reliability diagrams
     honesty: RunHonestyPlan | None = None  # None: no honesty comparison
     torch_threads: int | None = None
@@ -132,6 +157,15 @@ class RunConfig(YamlConfig):
     @classmethod
     def _plain_name(cls, value: str) -> str:
         return check_name(value, "run name")
+
+    def world_overrides(self) -> dict[str, Any]:
+        """The world settings this run states (JSON values); the rest are the world LM's own."""
+        return self.world.model_dump(mode="json", exclude_unset=True)
+
+    @field_serializer("world")
+    def _stated_world(self, world: WorldConfig) -> dict[str, Any]:
+        """Saved as stated, so a saved config, read again, still takes the rest from the world LM."""
+        return self.world_overrides()
 
 
 def preset_names() -> list[str]:

@@ -9,16 +9,13 @@ results.csv) says how consistently the seeds agree.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
 from elical.differences import BEST_BASELINE, Comparison, paired_differences, reading
 from elical.evaluate import AVERAGE, Evaluation
 from elical.metrics import higher_is_better
-from elical.run.config import METHOD_NAMES
-from elical.run.results import split_method
+from elical.model_key import METHOD_NAMES
 
 RUN_DIFFERENCE_COLUMNS = ["method_a", "method_b", "budget", "seed", "dataset", "group", "metric", "diff", "ci_low",
                           "ci_high", "excludes_zero", "better_in_seeds", "comparison"]
@@ -26,12 +23,11 @@ SEED_MEAN = "mean"
 
 
 def _trained_models(evaluation: Evaluation, pool_size: int) -> dict[tuple[str, int], dict[int, str]]:
-    """(method, labels) -> {seed: evaluated method name} of every trained model."""
+    """(method, labels) -> {seed: evaluated method name} of every trained model (``Evaluation.models``)."""
     out: dict[tuple[str, int], dict[int, str]] = {}
-    for name in evaluation.scores:
-        method, labels, seed = split_method(name, pool_size)
-        if not math.isnan(seed):
-            out.setdefault((method, labels), {})[int(seed)] = name
+    for name, key in evaluation.models.items():
+        if name in evaluation.scores:
+            out.setdefault((key.method, key.labels(pool_size)), {})[key.seed] = name
     return out
 
 
@@ -113,7 +109,7 @@ def summary_table(differences: pd.DataFrame, metrics: list[str], pool_size: int)
     if rows.empty:
         return pd.DataFrame()
     rows["row"] = [f"{c}, {budget_label(int(b), pool_size)}" for c, b in zip(rows.comparison, rows.budget)]
-    rows["cell"] = [f"{d:+.3f} [{lo:.3f}, {hi:.3f}]" + ("*" if ex else "")
+    rows["cell"] = [f"{d:+.3f} [{lo:.3f},\N{NO-BREAK SPACE}{hi:.3f}]" + ("*" if ex else "")  # wraps before '['
                     + ("" if c.endswith(f" - {b}") else f" vs {b}")
                     for d, lo, hi, ex, c, b in zip(rows["diff"], rows.ci_low, rows.ci_high, rows.excludes_zero,
                                                    rows.comparison, rows.method_b)]

@@ -36,6 +36,7 @@ from elical.fingerprint import (
     digest,
     record_settings,
 )
+from elical.model_key import ModelKey
 from elical.run.config import RunConfig
 from elical.run.subjects import Subject
 
@@ -54,27 +55,29 @@ class Step:
 
 def annotate_settings(cfg: RunConfig, subject: Subject) -> dict[str, Any]:
     """What decides the run's records (see the module docstring)."""
-    from elical.annotate.models import model_version
     from elical.annotate.pipeline import annotation_fingerprint
+    from elical.loading import model_version
     from elical.run.pipeline import annotate_config
 
-    questions = [(it.id, list(it.answers), it.dataset, it.split) for it in subject.items]
+    asked = subject.records if subject.records is not None else subject.items
+    questions = [(it.id, list(it.answers), it.dataset, it.split) for it in asked]
     annotate = annotation_fingerprint(annotate_config(cfg, subject), {"model": model_version(subject.model)})
-    return {"subject": cfg.subject, "world": cfg.world if cfg.subject == "world" else None,
+    return {"subject": cfg.subject, "world": cfg.world_overrides() if cfg.subject == "world" else None,
             "geo": cfg.geo.model_dump(mode="json") if cfg.subject == "geo" else None,
+            "qa": cfg.qa.model_dump(mode="json") if cfg.subject == "qa" else None,
             "questions": cfg.questions.model_dump(mode="json"),
             "annotate": {k: v for k, v in annotate.items() if k != "input"},
             "input": {**annotate["input"], "questions": digest({"questions": questions})}}
 
 
-def train_settings(cfg: RunConfig, method: str, budget: int | str | None, seed: int, annotate: str) -> dict[str, Any]:
+def train_settings(cfg: RunConfig, key: ModelKey, annotate: str) -> dict[str, Any]:
     """What decides one trained model and its scores; ``annotate`` is the annotate step's digest (which
     covers the model and prompt wording the trainer is given)."""
     from elical.train.config import SPEED_SETTINGS, TrainConfig
 
     plan = cfg.train
-    trainer = TrainConfig(**plan.settings).model_dump(mode="json", exclude=SPEED_SETTINGS | SET_BY_RUN)
-    return {"method": method, "budget": budget, "seed": seed,
+    trainer = TrainConfig(**plan.settings.model_dump()).model_dump(mode="json", exclude=set(SPEED_SETTINGS | SET_BY_RUN))
+    return {"method": key.method, "budget": key.budget, "seed": key.seed,
             "train": {"settings": trainer, "stage2_passes": plan.stage2_passes, "min_epochs": plan.min_epochs,
                       "max_epochs": plan.max_epochs},
             "input": {"annotate": annotate}}
@@ -93,18 +96,18 @@ def honesty_settings(cfg: RunConfig, annotate: str, gate_model: str) -> dict[str
 def run_steps(cfg: RunConfig, subject: Subject, out: Path) -> list[Step]:
     """The resumable steps of this run, in order, with their settings and outputs."""
     from elical.run.honesty import gate_choice
-    from elical.run.pipeline import model_name, planned_models
+    from elical.run.pipeline import planned_models
 
     annotate = annotate_settings(cfg, subject)
     steps = [Step("annotate", annotate, [out / "records", out / "annotate"])]
-    trained: dict[str, str] = {}
-    for method, budget, seed in planned_models(cfg):
-        name = model_name(method, budget, seed)
-        settings = train_settings(cfg, method, budget, seed, digest(annotate))
-        trained[name] = digest(settings)
-        steps.append(Step(f"train-{name}", settings, [out / "models" / name, out / "scores" / f"{name}.parquet"]))
+    trained: dict[ModelKey, str] = {}
+    for key in planned_models(cfg):
+        settings = train_settings(cfg, key, digest(annotate))
+        trained[key] = digest(settings)
+        steps.append(Step(f"train-{key.name}", settings, [out / "models" / key.name,
+                                                          out / "scores" / f"{key.name}.parquet"]))
     if cfg.honesty is not None:
-        gate = model_name("elical", *gate_choice(cfg))
+        gate = ModelKey("elical", *gate_choice(cfg))
         steps.append(Step("honesty", honesty_settings(cfg, digest(annotate), trained[gate]), [out / "honesty"]))
     return steps
 

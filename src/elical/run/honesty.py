@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from elical.records import Record, atomic_write, read_parquet, write_parquet
+from elical.report.document import Table
 from elical.run.config import RunConfig
 from elical.run.results import RESULT_COLUMNS
 from elical.run.subjects import Subject
@@ -67,8 +68,7 @@ def gate_choice(cfg: RunConfig) -> tuple[int | str, int]:
 
 def split_pool(pool: Sequence[Record], budget: int | str, seed: int, fraction: float) -> tuple[list[Record], list[Record], str]:
     """(tuning records, validation records, how validation was chosen), see the module docstring."""
-    from elical.honesty.compare import split_validation
-    from elical.train.budgets import budget_subset
+    from elical.train.budgets import budget_subset, split_records
 
     labelled = [i for i, r in enumerate(pool) if r.greedy_correct is not None]
     if budget != "all" and int(budget) < len(labelled):
@@ -76,7 +76,7 @@ def split_pool(pool: Sequence[Record], budget: int | str, seed: int, fraction: f
         seen = {pool[labelled[i]].id for i in chosen}
         return ([r for r in pool if r.id in seen], [r for r in pool if r.id not in seen],
                 f"the {len(pool) - len(seen)} pool questions outside EliCal's {budget}-label budget")
-    tune, val = split_validation(list(pool), fraction, seed)
+    tune, val = split_records(pool, fraction, seed)
     return tune, val, (f"a seeded {fraction:.0%} of the pool, left out of tuning (EliCal was calibrated on all "
                        "pool labels, so tau is chosen in-sample)")
 
@@ -114,8 +114,8 @@ def _settings(cfg: RunConfig, subject: Subject):
 def honesty_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None]) -> HonestyOutcome:
     """Tune the plan's methods, fit the gate, score everything; skipped when its table exists."""
     from elical.honesty.compare import run_honesty_plan
+    from elical.model_key import ModelKey
     from elical.predictions import read_predictions
-    from elical.run.pipeline import model_name
     from elical.train.predict import predict_files
 
     folder = out / "honesty"
@@ -125,7 +125,7 @@ def honesty_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str
         return HonestyOutcome(pd.read_csv(table_file), json.loads(info_file.read_text()))
     start = time.perf_counter()
     budget, seed = gate_choice(cfg)
-    name = model_name("elical", budget, seed)
+    name = ModelKey("elical", budget, seed).name
     scores = out / "scores" / f"{name}.parquet"
     if not scores.exists():
         raise FileNotFoundError(f"{scores}: no EliCal predictions for the honesty gate (train step incomplete?)")
@@ -145,9 +145,9 @@ def honesty_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str
                       device=cfg.annotate.device)
     confidences = {**read_predictions(scores).confidence, **read_predictions(val_scores).confidence}
 
-    from elical.annotate.models import load_causal_lm
+    from elical.loading import load_model
 
-    model, tokenizer, _ = load_causal_lm(subject.model, dtype=cfg.annotate.dtype, device=cfg.annotate.device)
+    model, tokenizer, _ = load_model(subject.model, dtype=cfg.annotate.dtype, device=cfg.annotate.device)
     run_plan = plan.model_copy(update={"settings": settings})
     table = run_honesty_plan(run_plan, tune_records, eval_records, confidences, model, tokenizer, folder,
                              val_records=val_records, progress=True)
@@ -181,14 +181,13 @@ def honesty_results(outcome: HonestyOutcome) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
-def display_table(outcome: HonestyOutcome) -> pd.DataFrame:
-    """The table for the report: scores x100, the gate named with its model and tau."""
+def display_table(outcome: HonestyOutcome) -> Table:
+    """The table for the report: scores x100 (as honesty_comparison.md), the gate named with its model and tau."""
+    from elical.honesty.evaluate import score_table
+
     info = outcome.info
-    shown = outcome.table.copy()
     tau = info.get("tau")
     label = f"EliCal gate ({info['elical_model']}, tau {tau:.3f})" if tau is not None else "EliCal gate"
-    shown["method"] = shown["method"].map(lambda m: label if m == GATE else m)
-    for col in HONESTY_METRICS:
-        if col in shown:
-            shown[col] = shown[col].map(lambda v: "–" if pd.isna(v) else f"{100 * v:.1f}")
-    return shown[[c for c in ("method", "dataset", "n", *HONESTY_METRICS) if c in shown]]
+    shown = outcome.table.assign(method=outcome.table["method"].map(lambda m: label if m == GATE else m))
+    shown = shown[[c for c in ("method", "dataset", "n", *HONESTY_METRICS) if c in shown]]
+    return score_table(shown, "Alignment for Honesty vs EliCal gate")

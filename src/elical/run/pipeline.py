@@ -22,19 +22,24 @@ the changed steps), and a second process on the folder fails at once (elical.fol
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from elical.annotate.config import AnnotateConfig
-from elical.records import Record, atomic_write, read_parquet, write_parquet
+from elical.model_key import ModelKey
+from elical.records import Record, read_parquet, write_parquet
 from elical.run.config import RunConfig
 from elical.run.subjects import Subject, build_subject
+from elical.run.timings import StepClock
+
+if TYPE_CHECKING:
+    from elical.evaluate import Evaluation
+    from elical.predictions import Predictions
+    from elical.train.config import TrainConfig
 
 
 @dataclass
@@ -47,33 +52,22 @@ class RunOutput:
     report: Path | None = None
 
 
-def model_name(method: str, budget: int | str | None, seed: int) -> str:
-    """Folder/method name of one trained model, e.g. ``elical-100-s0`` (budget 0 for Eli-Only)."""
-    return f"{method}-{budget if budget is not None else 0}-s{seed}"
-
-
-def parse_model_name(name: str) -> tuple[str, str, int]:
-    """(method, budget, seed) back from :func:`model_name`."""
-    head, _, seed = name.rpartition("-s")
-    method, _, budget = head.rpartition("-")
-    return method, budget, int(seed)
-
-
 def annotate_config(cfg: RunConfig, subject: Subject) -> AnnotateConfig:
     """The run's annotate settings for its subject: the subject's model and prompt wording."""
     prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
     return cfg.annotate.model_copy(update={"model": subject.model, "prompts": prompts})
 
 
-def planned_models(cfg: RunConfig) -> list[tuple[str, int | str | None, int]]:
-    """(method, budget, seed) of every model the plan trains, in order: per seed Eli-Only first (also when
-    only EliCal is planned: EliCal reuses its stage 1), then each method x budget."""
+def planned_models(cfg: RunConfig) -> list[ModelKey]:
+    """Every model the plan trains, in order: per seed Eli-Only first (also when only EliCal is planned:
+    EliCal starts from its stage 1), then each method x budget."""
     plan = cfg.train
-    models: list[tuple[str, int | str | None, int]] = []
+    models: list[ModelKey] = []
     for seed in plan.seeds:
         if "eli-only" in plan.methods or "elical" in plan.methods:
-            models.append(("eli-only", None, seed))
-        models += [(method, budget, seed) for method in plan.methods if method != "eli-only" for budget in plan.budgets]
+            models.append(ModelKey("eli-only", None, seed))
+        models += [ModelKey(method, budget, seed) for method in plan.methods if method != "eli-only"
+                   for budget in plan.budgets]
     return models
 
 
@@ -81,19 +75,22 @@ def annotate_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[st
                   chunk_done: Callable[[], None] = lambda: None) -> list[Record]:
     """Greedy answer + k samples per question, judged; records split into records/<dataset>_<split>.parquet.
     ``chunk_done`` is called after each shard is written, so a run stopped midway still records its time."""
-    from elical.annotate.models import model_version
     from elical.annotate.pipeline import annotate
     from elical.annotate.run import build_backend
+    from elical.loading import model_version
 
     records_dir = out / "records"
     pool_file = records_dir / "train.parquet"
     if pool_file.exists() and (records_dir / "eval.parquet").exists():
         log("annotate: records exist, skipped")
         return read_parquet(pool_file) + read_parquet(records_dir / "eval.parquet")
-    ann = annotate_config(cfg, subject)
-    backend = build_backend(ann)
-    records = annotate(subject.items, backend, None, ann, out / "annotate", progress=True,
-                       on_chunk=lambda _: chunk_done(), versions={"model": model_version(subject.model)})
+    if subject.records is not None:
+        log(f"annotate: {len(subject.records)} records given (qa.records), nothing generated")
+        records = subject.records
+    else:
+        ann = annotate_config(cfg, subject)
+        records = annotate(subject.items, build_backend(ann), None, ann, out / "annotate", progress=True,
+                           on_chunk=lambda _: chunk_done(), versions={"model": model_version(subject.model)})
     failed = [r for r in records if r.failed]
     if failed:
         log(f"annotate: {len(failed)} question(s) failed and are left out (first: {failed[0].failure})")
@@ -107,65 +104,128 @@ def annotate_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[st
     return records
 
 
-def _train_one(cfg: RunConfig, subject: Subject, out: Path, method: str, budget: int | str | None, seed: int,
-               eval_file: Path, pool_size: int, log: Callable[[str], None]) -> Path:
-    """Train one confidence model (skipped when its scores exist) and write its predictions."""
+def train_config(cfg: RunConfig, subject: Subject, out: Path, key: ModelKey, pool_size: int) -> TrainConfig:
+    """The trainer's settings for one planned model: the plan's, with the model's method, budget and seed,
+    the subject's model and prompt wording, and the plan's calibration epochs for its labels."""
     from elical.train.config import TrainConfig
+
+    settings = cfg.train.settings.model_dump()
+    # the same wording the questions were answered with (records carry their rendered prompt too)
+    prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
+    if key.method in ("cal-only", "elical", "head-only"):
+        epochs = cfg.train.stage2_epochs(key.labels(pool_size))
+        if epochs is not None:
+            settings["epochs_stage2"] = epochs
+    return TrainConfig(
+        **{**settings, "model": subject.model, "mode": key.method, "seed": key.seed,
+           "output_dir": str(out / "models" / key.name),
+           "budget": None if key.budget is None or key.budget == "all" else int(key.budget),
+           "system_prompt": prompts.system or None, "qa_template": prompts.qa}
+    )
+
+
+def stage1_source(out: Path, key: ModelKey) -> Path | None:
+    """Where EliCal's stage 1 comes from: Eli-Only's training of the same seed (the trainer checks its
+    settings are EliCal's stage-1 settings). None for other methods, and for an EliCal folder of an
+    earlier elical version that holds its own copy of that stage."""
+    if key.method != "elical" or (out / "models" / key.name / "stage1-eli" / "done.json").exists():
+        return None
+    return out / "models" / ModelKey("eli-only", None, key.seed).name
+
+
+def _train_one(cfg: RunConfig, subject: Subject, out: Path, key: ModelKey, eval_file: Path, pool_size: int,
+               log: Callable[[str], None]) -> Path:
+    """Train one confidence model (skipped when its scores exist) and write its predictions, key included."""
     from elical.train.predict import predict_files
     from elical.train.trainer import train
 
-    name = model_name(method, budget, seed)
-    scores = out / "scores" / f"{name}.parquet"
+    scores = out / "scores" / f"{key.name}.parquet"
     if scores.exists():
         return scores
-    model_dir = out / "models" / name
-    if method == "elical":
-        # Stage 1 of EliCal is Eli-Only's run with the same seed: reuse it (the trainer skips a done stage).
-        eli = out / "models" / model_name("eli-only", None, seed) / "stage1-eli"
-        if (eli / "done.json").exists() and not (model_dir / "stage1-eli").exists():
-            model_dir.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(eli, model_dir / "stage1-eli", ignore=shutil.ignore_patterns("checkpoint"))
-            done = json.loads((eli / "done.json").read_text())
-            done["best"] = str(model_dir / "stage1-eli" / "best")
-            (model_dir / "stage1-eli" / "done.json").write_text(json.dumps(done, indent=1))
-    settings = {**cfg.train.settings}
-    # the same wording the questions were answered with (records carry their rendered prompt too)
-    prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
-    if method in ("cal-only", "elical", "head-only"):
-        labels = pool_size if budget in (None, "all") else int(budget)
-        epochs = cfg.train.stage2_epochs(labels)
-        if epochs is not None:
-            settings["epochs_stage2"] = epochs
-    tcfg = TrainConfig(
-        **{**settings, "model": subject.model, "mode": method, "seed": seed, "output_dir": str(model_dir),
-           "budget": None if budget in (None, "all") else int(budget),
-           "system_prompt": prompts.system or None, "qa_template": prompts.qa}
-    )
+    tcfg = train_config(cfg, subject, out, key, pool_size)
     start = time.perf_counter()
-    train(tcfg, [str(out / "records" / "train.parquet")], show_progress=False)
-    predict_files(model_dir / "model", [str(eval_file)], scores, method=name, device=cfg.annotate.device
-                  if cfg.annotate.device != "auto" else "auto")
-    log(f"train: {name} in {time.perf_counter() - start:.1f}s")
+    train(tcfg, [str(out / "records" / "train.parquet")], show_progress=False, init_from=stage1_source(out, key))
+    predict_files(Path(tcfg.output_dir) / "model", [str(eval_file)], scores, method=key.name,
+                  device=cfg.annotate.device, key=key)
+    log(f"train: {key.name} in {time.perf_counter() - start:.1f}s")
     return scores
 
 
 def train_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None],
-               model_done: Callable[[], None] = lambda: None) -> list[Path]:
-    """Every method x budget x seed of the plan; Eli-Only first so EliCal reuses its stage 1.
-    ``model_done`` is called after each model, so a run stopped midway still records the time it spent."""
+               model_done: Callable[[], None] = lambda: None) -> dict[ModelKey, Path]:
+    """Every method x budget x seed of the plan (Eli-Only first: EliCal starts from its stage 1); returns the
+    prediction file of each planned method's model. ``model_done`` is called after each model, so a run
+    stopped midway still records the time it spent."""
     eval_file = out / "records" / "eval.parquet"
     pool_size = len(read_parquet(out / "records" / "train.parquet"))
     too_big = [b for b in cfg.train.budgets if b != "all" and int(b) > pool_size]
     if too_big:
         raise ValueError(f"budget(s) {too_big} exceed the {pool_size} annotated training questions; "
                          "lower train.budgets or raise questions.max_train")
-    made: list[Path] = []
-    for method, budget, seed in planned_models(cfg):
-        made.append(_train_one(cfg, subject, out, method, budget, seed, eval_file, pool_size, log))
-        model_done()
-    if "eli-only" not in cfg.train.methods:
-        made = [p for p in made if not p.stem.startswith("eli-only-")]
+    made: dict[ModelKey, Path] = {}
+    if cfg.train.workers > 1:
+        made = _train_parallel(cfg, subject, out, eval_file, pool_size, log, model_done)
+    for key in planned_models(cfg):
+        if key not in made:
+            made[key] = _train_one(cfg, subject, out, key, eval_file, pool_size, log)
+            model_done()
+    return {key: made[key] for key in planned_models(cfg) if key.method in cfg.train.methods}
+
+
+def _train_parallel(cfg: RunConfig, subject: Subject, out: Path, eval_file: Path, pool_size: int,
+                    log: Callable[[str], None], model_done: Callable[[], None]) -> dict[ModelKey, Path]:
+    """The plan's models, ``cfg.train.workers`` at a time in spawned processes; an EliCal model starts once
+    the Eli-Only model of its seed (its stage 1) is done. A failed model stops the step with its error."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    waiting = planned_models(cfg)
+    made: dict[ModelKey, Path] = {}
+    running: dict[Future[Path], tuple[ModelKey, float]] = {}
+    threads = cfg.torch_threads or max(1, (os.cpu_count() or 1) // cfg.train.workers)
+    context = multiprocessing.get_context("spawn")  # CUDA cannot be forked
+    with ProcessPoolExecutor(cfg.train.workers, mp_context=context, initializer=_worker_threads,
+                             initargs=(threads,)) as pool:
+        while waiting or running:
+            for key in [k for k in waiting if _stage1_done(k, made)]:
+                waiting.remove(key)
+                future = pool.submit(_train_one, cfg, subject, out, key, eval_file, pool_size, _quiet)
+                running[future] = key, time.perf_counter()
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                key, started = running.pop(future)
+                made[key] = future.result()
+                log(f"train: {key.name} in {time.perf_counter() - started:.1f}s ({len(running)} others running)")
+                model_done()
     return made
+
+
+def _worker_threads(threads: int) -> None:
+    """A training process's torch threads: its share of the cores, so workers do not oversubscribe them."""
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _quiet(message: str) -> None:
+    """A training process's log: the run's own process reports each model when it is done."""
+
+
+def _stage1_done(key: ModelKey, made: Mapping[ModelKey, Path]) -> bool:
+    """Whether ``key`` can start: EliCal waits for the Eli-Only model of its seed."""
+    return key.method != "elical" or ModelKey("eli-only", None, key.seed) in made
+
+
+def model_predictions(scores: Mapping[ModelKey, Path]) -> list[Predictions]:
+    """The trained models' predictions, each with its key (files written before keys were stored in them
+    get the run plan's)."""
+    from elical.predictions import read_predictions
+
+    out = []
+    for key, path in scores.items():
+        predictions = read_predictions(path)
+        out.append(predictions if predictions.key is not None else replace(predictions, key=key))
+    return out
 
 
 def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None] = print,
@@ -183,14 +243,11 @@ def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None]
 
 
 def _run_locked(cfg: RunConfig, out: Path, log: Callable[[str], None], overwrite: bool) -> RunOutput:
-    """:func:`run_pipeline` once it holds the folder's lock."""
-    from elical.evaluate import EvalConfig, evaluate
-    from elical.predictions import read_predictions
-    from elical.provenance import provenance
+    """:func:`run_pipeline` once it holds the folder's lock: each step in turn, timed (run/timings.py)."""
     from elical.run.fingerprints import check_run_folder
     from elical.run.report import write_run_report
 
-    clock, cpu_clock = time.perf_counter(), time.process_time()
+    started = time.perf_counter(), time.process_time()
     subject = build_subject(cfg)
     redone = check_run_folder(cfg, subject, out, overwrite)
     if redone:
@@ -200,74 +257,36 @@ def _run_locked(cfg: RunConfig, out: Path, log: Callable[[str], None], overwrite
 
         torch.set_num_threads(cfg.torch_threads)
     cfg.to_yaml(out / "config.yaml")
-    result = RunOutput(out)
-    timing_file = out / "timings.json"
-    earlier = json.loads(timing_file.read_text()) if timing_file.exists() else {}
-    # time spent on a step by earlier invocations that stopped before it finished (their work is kept,
-    # unless overwrite discarded it)
-    carried: dict[str, dict[str, float]] = {step: took for step, took in earlier.get("partial", {}).items()
-                                            if not any(name.split("-", 1)[0] == step for name in redone)}
-    partial: dict[str, dict[str, float]] = dict(carried)
-
-    def spent(step: str) -> dict[str, float]:
-        """Wall and CPU seconds of ``step`` so far, earlier stopped invocations included."""
-        before = carried.get(step, {})
-        return {"wall": round(before.get("wall", 0.0) + time.perf_counter() - clock, 2),
-                "cpu": round(before.get("cpu", 0.0) + time.process_time() - cpu_clock, 2)}
-
-    def lap(step: str, skipped: bool = False) -> None:
-        """Wall and CPU time of a step; a step skipped on resume keeps the times it took when it ran,
-        a resumed step adds the time earlier invocations spent on it.
-
-        CPU time (all threads of this process) is what the step costs on a machine nobody else uses;
-        wall time on a shared CPU grows with the load."""
-        nonlocal clock, cpu_clock
-        keep = skipped and step in earlier.get("timings", {})
-        took = spent(step)
-        result.timings[step] = earlier["timings"][step] if keep else took["wall"]
-        result.cpu_seconds[step] = earlier.get("cpu_seconds", {}).get(step, 0.0) if keep else took["cpu"]
-        partial.pop(step, None)
-        clock, cpu_clock = time.perf_counter(), time.process_time()
-        write_timings()
-
-    def progress(step: str) -> None:
-        """Record the time spent on an unfinished step, for a later resumed invocation to add."""
-        partial[step] = spent(step)
-        write_timings()
-
-    def write_timings() -> None:
-        """timings.json after every step, so a crashed or resumed run still knows what each step cost."""
-        meta = {"timings": result.timings, "total_seconds": round(sum(result.timings.values()), 1), "partial": partial,
-                "cpu_seconds": result.cpu_seconds, "total_cpu_seconds": round(sum(result.cpu_seconds.values()), 1),
-                "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
-                "subject": subject_info, "cpu_count": os.cpu_count(), **provenance()}
-        with atomic_write(timing_file) as tmp:
-            tmp.write_text(json.dumps(meta, indent=2))
-
-    subject_info: dict[str, Any] = dict(subject.info)
-    lap("questions")
+    clock = StepClock(out / "timings.json", redone, dict(subject.info), started)
+    result = RunOutput(out, clock.timings, clock.cpu_seconds)
+    clock.lap("questions")
     log(f"subject {cfg.subject}: {len(subject.items)} questions, model {subject.model}")
     annotated = (out / "records" / "eval.parquet").exists()
-    records = annotate_step(cfg, subject, out, log, lambda: progress("annotate"))
-    lap("annotate", skipped=annotated)
+    records = annotate_step(cfg, subject, out, log, lambda: clock.progress("annotate"))
+    clock.lap("annotate", skipped=annotated)
     trained_before = len(list((out / "scores").glob("*.parquet"))) if (out / "scores").exists() else 0
-    score_files = train_step(cfg, subject, out, log, lambda: progress("train"))
-    lap("train", skipped=trained_before == len(score_files))
-    eval_records = [r for r in records if r.split != "train" and not r.failed]
-    predictions = [read_predictions(p) for p in score_files]
-    ecfg = EvalConfig(methods=cfg.evaluate.baselines, n_resamples=cfg.evaluate.n_resamples,
-                      alignment_repeats=cfg.evaluate.alignment_repeats, seed=cfg.evaluate.seed,
-                      groups=subject.groups)
-    evaluation = evaluate(eval_records, predictions, ecfg)
-    lap("evaluate")
+    scores = train_step(cfg, subject, out, log, lambda: clock.progress("train"))
+    clock.lap("train", skipped=trained_before == len(scores))
+    evaluation = evaluate_step(cfg, subject, records, scores)
+    clock.lap("evaluate")
     honesty = None
     if cfg.honesty is not None:
         from elical.run.honesty import honesty_step
 
         done = (out / "honesty" / "run_honesty.json").exists()
         honesty = honesty_step(cfg, subject, out, log)
-        lap("honesty", skipped=done)
+        clock.lap("honesty", skipped=done)
     result.report = write_run_report(cfg, subject, records, evaluation, out, result.timings, result.cpu_seconds,
                                      honesty)
-    lap("report")
+    clock.lap("report")
     return result
+
+
+def evaluate_step(cfg: RunConfig, subject: Subject, records: list[Record],
+                  scores: Mapping[ModelKey, Path]) -> Evaluation:
+    """Baselines from the records and the trained models' predictions, scored on the evaluation records."""
+    from elical.evaluate import evaluate
+
+    eval_records = [r for r in records if r.split != "train" and not r.failed]
+    ecfg = cfg.evaluate.model_copy(update={"groups": {**subject.groups, **cfg.evaluate.groups}})
+    return evaluate(eval_records, model_predictions(scores), ecfg)

@@ -8,7 +8,7 @@ EliCal beats Cal-Only at the smallest budget and reaches 95 % of the all-labels 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,31 +16,30 @@ import numpy as np
 import pandas as pd
 
 from elical.evaluate import AVERAGE
+from elical.model_key import METHOD_NAMES, TRAINED, ModelKey
 from elical.records import Record
-from elical.run.config import METHOD_NAMES
 
 RESULT_COLUMNS = ["method", "budget", "seed", "split", "metric", "value"]
-TRAINED = ("eli-only", "cal-only", "elical", "head-only")
+RANK = {method: rank for rank, method in enumerate(TRAINED, start=1)}  # table order after the baselines
 
 
-def split_method(name: str, pool_size: int) -> tuple[str, int, float]:
-    """(method, labels used, seed) of an evaluated method name; training-free baselines have 0 labels, no seed."""
-    head, sep, seed = name.rpartition("-s")
-    if sep:
-        method, _, budget = head.rpartition("-")
-        if method in TRAINED:
-            labels = pool_size if budget == "all" else int(budget)
-            return method, labels, float(seed)
-    return name, 0, math.nan
+def method_columns(name: str, models: Mapping[str, ModelKey], pool_size: int) -> tuple[str, int, float]:
+    """(method, labels used, seed) of an evaluated method: a trained model's from its key in ``models``
+    (method name -> key); a training-free baseline has 0 labels and no seed."""
+    key = models.get(name)
+    if key is None:
+        return METHOD_NAMES.get(name, name), 0, math.nan
+    return METHOD_NAMES[key.method], key.labels(pool_size), float(key.seed)
 
 
-def results_table(metrics_table: pd.DataFrame, pool_size: int) -> pd.DataFrame:
-    """The long results table: group averages as split 'in-domain'/'ood'/'mc', datasets as 'group/dataset'."""
+def results_table(metrics_table: pd.DataFrame, pool_size: int, models: Mapping[str, ModelKey]) -> pd.DataFrame:
+    """The long results table: group averages as split 'in-domain'/'ood'/'mc', datasets as 'group/dataset';
+    ``models`` (method name -> key, e.g. ``Evaluation.models``) says which methods are trained models."""
     rows = metrics_table[~metrics_table.metric.isin(["n", "missing"])]
-    parsed = [split_method(m, pool_size) for m in rows.method]
+    columns = [method_columns(m, models, pool_size) for m in rows.method]
     split = np.where(rows.dataset == AVERAGE, rows.group, rows.group + "/" + rows.dataset)
     out = pd.DataFrame({
-        "method": [METHOD_NAMES.get(p[0], p[0]) for p in parsed], "budget": [p[1] for p in parsed], "seed": [p[2] for p in parsed],
+        "method": [c[0] for c in columns], "budget": [c[1] for c in columns], "seed": [c[2] for c in columns],
         "split": split, "metric": rows.metric.to_numpy(), "value": rows.value.to_numpy(),
     })
     return out[RESULT_COLUMNS].reset_index(drop=True)
@@ -52,26 +51,19 @@ def seed_summary(results: pd.DataFrame) -> pd.DataFrame:
     return grouped.agg(mean="mean", std="std", n="count").reset_index()
 
 
-def display_name(method: str, budget: int, pool_size: int) -> str:
-    """'EliCal (100)', 'Cal-Only (all=1500)', 'Eli-Only', 'Consis-Sem'."""
-    if method in TRAINED and method != "eli-only":
-        label = f"all={budget}" if budget == pool_size else str(budget)
-        return f"{METHOD_NAMES[method]} ({label})"
-    return METHOD_NAMES.get(method, method)
-
-
-def mean_metrics_table(metrics_table: pd.DataFrame, pool_size: int) -> pd.DataFrame:
-    """The evaluation table averaged over seeds, methods renamed for display (input to Table-2 rendering)."""
+def mean_metrics_table(metrics_table: pd.DataFrame, pool_size: int, models: Mapping[str, ModelKey]) -> pd.DataFrame:
+    """The evaluation table averaged over seeds, methods renamed for display ('EliCal (100)', 'Cal-Only
+    (all=1500)', 'Consis-Sem'): baselines first, then each trained method by labels (input to Table 2)."""
     rows = metrics_table[~metrics_table.metric.isin(["n", "missing"])].copy()
-    parsed = [split_method(m, pool_size) for m in rows.method]
-    rows["method"] = [display_name(m, b, pool_size) for m, b, _ in parsed]
-    order = {name: i for i, name in enumerate(dict.fromkeys(rows.method))}
-    rank = {"eli-only": 1, "cal-only": 2, "elical": 3, "head-only": 4}
-    key = {display_name(m, b, pool_size): (rank.get(m, 0), b, order[display_name(m, b, pool_size)])
-           for m, b, _ in parsed}
+    shown = {name: (key.display(pool_size), RANK[key.method], key.labels(pool_size))
+             if (key := models.get(name)) else (METHOD_NAMES.get(name, name), 0, 0)
+             for name in dict.fromkeys(rows.method)}
+    rows["method"] = [shown[name][0] for name in rows.method]
+    order = {display: i for i, display in enumerate(dict.fromkeys(rows.method))}
+    sort_key = {display: (rank, labels, order[display]) for display, rank, labels in shown.values()}
     out = rows.groupby(["method", "dataset", "group", "metric"], sort=False)[["value", "ci_low", "ci_high"]].mean()
     out = out.reset_index()
-    return out.sort_values("method", key=lambda s: s.map(key), kind="stable").reset_index(drop=True)
+    return out.sort_values("method", key=lambda s: s.map(sort_key), kind="stable").reset_index(drop=True)
 
 
 # ------------------------------------------------------------------------------------- exposure
@@ -157,39 +149,9 @@ def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, s
     """The report's measured claims; with the run's ``differences`` (differences.csv) the EliCal vs Cal-Only
     claim also carries its paired bootstrap interval."""
     summary = seed_summary(results)
-    out: list[Finding] = []
-    auroc_sc, _, _ = _mean(summary, consistency_method, 0, split, "auroc")
     exposure = consistency_by_exposure([r for r in records if r.split != "train"])
     seen = exposure[~exposure.bucket.isin(["contested"])]
-    acc_trend = seen.accuracy.to_numpy()
-    rising = bool(len(acc_trend) >= 2 and acc_trend[-1] > acc_trend[0])
-    if math.isnan(auroc_sc):
-        out.append(Finding("Does self-consistency track correctness?", None,
-                           f"{consistency_method} AUROC is undefined (not scored, or every answer right or every one wrong)"))
-    else:
-        holds = auroc_sc >= 0.7
-        verb = "rises" if rising else "does not rise"
-        trend = (f"; accuracy {verb} with exposure: {acc_trend[0]:.2f} (bucket {seen.bucket.iloc[0]}) vs "
-                 f"{acc_trend[-1]:.2f} (bucket {seen.bucket.iloc[-1]})") if len(acc_trend) >= 2 else ""
-        out.append(Finding("Does self-consistency track correctness?", holds,
-                           f"{consistency_method} AUROC {split} "
-                           f"= {auroc_sc:.3f} (threshold for 'yes': 0.70){trend}",
-                           {"auroc": auroc_sc, "accuracy_rises_with_exposure": rising}))
-    contested = exposure[exposure.bucket == "contested"]
-    if contested.empty:
-        why = ("the subject marks none; overconfidence per exposure bucket is in 'Self-consistency and exposure'"
-               if not seen.empty else "no exposure information")
-        out.append(Finding("Is self-consistency overconfident on contested facts?", None,
-                           f"no contested facts among the evaluated questions ({why})"))
-    else:
-        c = contested.iloc[0]
-        weights = seen.n.to_numpy(dtype=float)
-        other_gap = float(np.average(seen.overconfidence, weights=weights)) if weights.sum() else math.nan
-        holds = bool(c.overconfidence > 0.15 and c.overconfidence > other_gap + 0.1)
-        out.append(Finding("Is self-consistency overconfident on contested facts?", holds,
-                           f"on {int(c.n)} contested facts: mean self-consistency {c.consistency:.2f} vs accuracy "
-                           f"{c.accuracy:.2f} (gap {c.overconfidence:+.2f}); other facts: gap {other_gap:+.2f}",
-                           {"contested_gap": float(c.overconfidence), "other_gap": other_gap}))
+    out = [_tracks_correctness(summary, seen, split, consistency_method), _contested(exposure, seen)]
     budgets = sorted(int(b) for b in summary[summary.method == "EliCal"].budget.unique())
     cal_budgets = {int(b) for b in summary[summary.method == "Cal-Only"].budget.unique()}
     shared = [b for b in budgets if b in cal_budgets]
@@ -197,39 +159,85 @@ def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, s
         out.append(Finding("Does EliCal beat Cal-Only at the smallest budget?", None, "EliCal/Cal-Only not both trained"))
         out.append(Finding("Does EliCal reach 95 % of the all-labels AUROC with <= 1k labels?", None, "not trained"))
         return out
-    smallest = shared[0]
+    out.append(_beats_cal_only(results, summary, split, shared[0], differences))
+    reaches = _reaches_all_labels(summary, split, shared, pool_size)
+    out.append(reaches)
+    if reaches.holds is not None:
+        out.append(_versus_training_free(summary, split, shared))
+    return out
+
+
+def _tracks_correctness(summary: pd.DataFrame, seen: pd.DataFrame, split: str, consistency_method: str) -> Finding:
+    """Whether self-consistency's AUROC reaches 0.7, and whether accuracy rises with exposure."""
+    auroc_sc, _, _ = _mean(summary, consistency_method, 0, split, "auroc")
+    acc_trend = seen.accuracy.to_numpy()
+    rising = bool(len(acc_trend) >= 2 and acc_trend[-1] > acc_trend[0])
+    question = "Does self-consistency track correctness?"
+    if math.isnan(auroc_sc):
+        return Finding(question, None, f"{consistency_method} AUROC is undefined (not scored, or every answer "
+                                       "right or every one wrong)")
+    verb = "rises" if rising else "does not rise"
+    trend = (f"; accuracy {verb} with exposure: {acc_trend[0]:.2f} (bucket {seen.bucket.iloc[0]}) vs "
+             f"{acc_trend[-1]:.2f} (bucket {seen.bucket.iloc[-1]})") if len(acc_trend) >= 2 else ""
+    return Finding(question, auroc_sc >= 0.7,
+                   f"{consistency_method} AUROC {split} = {auroc_sc:.3f} (threshold for 'yes': 0.70){trend}",
+                   {"auroc": auroc_sc, "accuracy_rises_with_exposure": rising})
+
+
+def _contested(exposure: pd.DataFrame, seen: pd.DataFrame) -> Finding:
+    """Whether self-consistency overstates accuracy on contested facts more than on the others."""
+    question = "Is self-consistency overconfident on contested facts?"
+    contested = exposure[exposure.bucket == "contested"]
+    if contested.empty:
+        why = ("the subject marks none; overconfidence per exposure bucket is in 'Self-consistency and exposure'"
+               if not seen.empty else "no exposure information")
+        return Finding(question, None, f"no contested facts among the evaluated questions ({why})")
+    c = contested.iloc[0]
+    weights = seen.n.to_numpy(dtype=float)
+    other_gap = float(np.average(seen.overconfidence, weights=weights)) if weights.sum() else math.nan
+    holds = bool(c.overconfidence > 0.15 and c.overconfidence > other_gap + 0.1)
+    return Finding(question, holds,
+                   f"on {int(c.n)} contested facts: mean self-consistency {c.consistency:.2f} vs accuracy "
+                   f"{c.accuracy:.2f} (gap {c.overconfidence:+.2f}); other facts: gap {other_gap:+.2f}",
+                   {"contested_gap": float(c.overconfidence), "other_gap": other_gap})
+
+
+def _beats_cal_only(results: pd.DataFrame, summary: pd.DataFrame, split: str, smallest: int,
+                    differences: pd.DataFrame | None) -> Finding:
+    """EliCal vs Cal-Only AUROC at the smallest budget both have: means, seeds won, paired interval."""
     e, es, en = _mean(summary, "EliCal", smallest, split, "auroc")
     c_, cs, _ = _mean(summary, "Cal-Only", smallest, split, "auroc")
     per_seed = results[(results.budget == smallest) & (results.split == split) & (results.metric == "auroc")]
     wide = per_seed.pivot_table(index="seed", columns="method", values="value")
     wins = int((wide["EliCal"] > wide["Cal-Only"]).sum()) if {"EliCal", "Cal-Only"} <= set(wide.columns) else 0
     measurable = not (math.isnan(e) or math.isnan(c_))
-    out.append(Finding(f"Does EliCal beat Cal-Only at the smallest budget ({smallest} labels)?",
-                       bool(e > c_) if measurable else None,
-                       f"AUROC {split}: EliCal {e:.3f} ± {es:.3f} vs Cal-Only {c_:.3f} ± {cs:.3f} "
-                       f"(mean ± sd over {en} seeds; EliCal higher in {wins} of {len(wide)} seeds"
-                       f"{_paired_interval(differences, 'Cal-Only', smallest, split, 'auroc')})",
-                       {"elical": e, "cal_only": c_, "wins": wins, "seeds": len(wide)}))
+    return Finding(f"Does EliCal beat Cal-Only at the smallest budget ({smallest} labels)?",
+                   bool(e > c_) if measurable else None,
+                   f"AUROC {split}: EliCal {e:.3f} ± {es:.3f} vs Cal-Only {c_:.3f} ± {cs:.3f} "
+                   f"(mean ± sd over {en} seeds; EliCal higher in {wins} of {len(wide)} seeds"
+                   f"{_paired_interval(differences, 'Cal-Only', smallest, split, 'auroc')})",
+                   {"elical": e, "cal_only": c_, "wins": wins, "seeds": len(wide)})
+
+
+def _reaches_all_labels(summary: pd.DataFrame, split: str, shared: list[int], pool_size: int) -> Finding:
+    """EliCal's AUROC per budget <= 1000 as a share of the best all-labels model's (holds: None when there
+    is no such budget or no all-labels model)."""
+    question = "Does EliCal reach 95 % of the all-labels AUROC with <= 1k labels?"
     top = max(pool_size, max(shared))
     ref_candidates = {m: _mean(summary, m, top, split, "auroc")[0] for m in ("Cal-Only", "EliCal")}
     ref_method, reference = max(((m, v) for m, v in ref_candidates.items() if not math.isnan(v)),
                                 key=lambda kv: kv[1], default=(None, math.nan))
     small = [b for b in shared if b <= 1000 and b < top]
     if not small or math.isnan(reference):
-        out.append(Finding("Does EliCal reach 95 % of the all-labels AUROC with <= 1k labels?", None,
-                           "no budget <= 1000 below the full pool, or no all-labels model"))
-        return out
+        return Finding(question, None, "no budget <= 1000 below the full pool, or no all-labels model")
     ratios = {int(b): _mean(summary, "EliCal", b, split, "auroc")[0] / reference for b in small}
-    best_b = max(ratios, key=ratios.get)
+    best_b = max(ratios, key=lambda b: ratios[b])
     first_ok = next((b for b in small if ratios[b] >= 0.95), None)
     text = ", ".join(f"{b}: {100 * r:.1f} %" for b, r in ratios.items())
-    out.append(Finding("Does EliCal reach 95 % of the all-labels AUROC with <= 1k labels?", first_ok is not None,
-                       f"all-labels reference = {ref_method} ({top} labels) AUROC {reference:.3f}; "
-                       f"EliCal / reference by budget: {text}"
-                       + (f"; first budget at >= 95 %: {first_ok}" if first_ok else ""),
-                       {"reference": reference, "ratios": ratios, "best_budget": best_b}))
-    out.append(_versus_training_free(summary, split, shared))
-    return out
+    return Finding(question, first_ok is not None,
+                   f"all-labels reference = {ref_method} ({top} labels) AUROC {reference:.3f}; "
+                   f"EliCal / reference by budget: {text}" + (f"; first budget at >= 95 %: {first_ok}" if first_ok else ""),
+                   {"reference": reference, "ratios": ratios, "best_budget": best_b})
 
 
 def _versus_training_free(summary: pd.DataFrame, split: str, budgets: list[int]) -> Finding:

@@ -8,10 +8,19 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from elical.data.items import QAItem
+from elical.records import Record
 from elical.run.config import RunConfig
+
+
+class _Question(Protocol):
+    dataset: str
+    split: str
+
+
+ItemT = TypeVar("ItemT", bound=_Question)  # a QAItem, or a Record already annotated
 
 
 @dataclass
@@ -23,19 +32,20 @@ class Subject:
     groups: dict[str, str]  # dataset -> in-domain / ood / mc
     prompts: dict[str, Any] = field(default_factory=dict)  # PromptConfig overrides
     info: dict[str, Any] = field(default_factory=dict)
+    records: list[Record] | None = None  # already annotated (qa.records): the run does not generate
 
 
-def subsample(items: Sequence[QAItem], max_train: int | None, max_eval: int | None, seed: int) -> list[QAItem]:
+def subsample(items: Sequence[ItemT], max_train: int | None, max_eval: int | None, seed: int) -> list[ItemT]:
     """At most ``max_train`` training questions (stratified by dataset) and ``max_eval`` per eval dataset."""
     rng = random.Random(seed)
     train = [it for it in items if it.split == "train"]
-    by_dataset: dict[str, list[QAItem]] = defaultdict(list)
+    by_dataset: dict[str, list[ItemT]] = defaultdict(list)
     for it in items:
         if it.split != "train":
             by_dataset[it.dataset].append(it)
-    kept: list[QAItem] = []
+    kept: list[ItemT] = []
     if max_train is not None and len(train) > max_train:
-        per: dict[str, list[QAItem]] = defaultdict(list)
+        per: dict[str, list[ItemT]] = defaultdict(list)
         for it in train:
             per[it.dataset].append(it)
         share = max_train / len(train)
@@ -63,9 +73,9 @@ def world_subject(cfg: RunConfig) -> Subject:
     if not meta_file.exists():
         raise FileNotFoundError(f"{meta_file}: no world LM there; train one with `elical world train-lm --out {lm_path}`")
     meta = json.loads(meta_file.read_text())
-    world_data = {**meta["world"], **cfg.world}
+    world_data = {**meta["world"], **cfg.world_overrides()}
     world = generate_world(from_dict(WorldConfig, world_data, "run config: world"))
-    if not cfg.world and world.fingerprint() != meta["world_fingerprint"]:
+    if not cfg.world_overrides() and world.fingerprint() != meta["world_fingerprint"]:
         raise ValueError(
             f"{lm_path} was trained on world {meta['world_fingerprint']}, but its config now generates "
             f"{world.fingerprint()} (world code changed?); retrain with `elical world train-lm`"
@@ -86,6 +96,10 @@ def build_subject(cfg: RunConfig) -> Subject:
     """The subject the config names."""
     if cfg.subject == "world":
         return world_subject(cfg)
+    if cfg.subject == "qa":
+        from elical.run.qa import qa_subject
+
+        return qa_subject(cfg)
     from elical.run.geo import geo_subject
 
     return geo_subject(cfg)

@@ -4,6 +4,9 @@ Usage::
 
     elical train records/train.parquet --model Qwen/Qwen2.5-7B-Instruct --mode elical --budget 1000 -o runs/m
     elical predict runs/m/model records/eval.parquet -o scores/elical-1000-0.parquet
+    # EliCal from an Eli-Only training's finished stage 1 (same stage-1 settings, checked):
+    elical train records/train.parquet --model ... --mode eli-only -o runs/eli
+    elical train records/train.parquet --model ... --budget 100 --init-from runs/eli -o runs/elical-100
     # several GPUs / machines (DDP), or FSDP for backbones larger than one GPU:
     accelerate launch --config_file src/elical/train/accelerate/ddp.yaml -m elical.cli train ...
 

@@ -28,11 +28,12 @@ class Batch:
 
     def to(self, device: torch.device | str) -> Batch:
         """The same batch on another device."""
-        def move(t: torch.Tensor | None) -> torch.Tensor | None:
-            return None if t is None else t.to(device, non_blocking=True)
+        def move(t: torch.Tensor) -> torch.Tensor:
+            return t.to(device, non_blocking=True)
 
+        mask = None if self.attention_mask is None else move(self.attention_mask)
         return Batch(move(self.input_ids), move(self.position_ids), move(self.pool_index), self.order,
-                     self.real_tokens, move(self.attention_mask))
+                     self.real_tokens, mask)
 
     def model_inputs(self) -> dict[str, torch.Tensor | None]:
         """Keyword arguments for ConfidenceModel.forward."""

@@ -27,7 +27,7 @@ def budget_order(records: Sequence[Record], seed: int) -> list[int]:
     by_dataset: dict[str, list[int]] = defaultdict(list)
     for i, rec in enumerate(records):
         by_dataset[rec.dataset].append(i)
-    keyed = []
+    keyed: list[tuple[float, str, int]] = []
     for dataset, members in sorted(by_dataset.items()):
         # Shuffle by a hash of (seed, id): independent of file order and of other datasets.
         members = sorted(members, key=lambda i: _seeded_key(seed, records[i].id))
@@ -64,3 +64,10 @@ def split_validation(indices: Sequence[int], records: Sequence[Record], fraction
     n_val = min(len(order) - 1, max(minimum, round(fraction * len(order))))
     val = set(order[:n_val])
     return [i for i in indices if i not in val], [i for i in indices if i in val]
+
+
+def split_records(records: Sequence[Record], fraction: float, seed: int) -> tuple[list[Record], list[Record]]:
+    """:func:`split_validation` of all of ``records``, as records: (train, val). The honesty gate chooses
+    its tau on the validation part, the same seeded, dataset-stratified split training uses."""
+    train, val = split_validation(range(len(records)), records, fraction, seed)
+    return [records[i] for i in train], [records[i] for i in val]

@@ -6,8 +6,10 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
+from typing_extensions import Self
 
-from elical.model import QA_TEMPLATE, SYSTEM_PROMPT, ModelConfig
+from elical.model import ModelConfig
+from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT
 from elical.yaml_config import YamlConfig
 
 Mode = Literal["eli-only", "cal-only", "elical", "head-only"]
@@ -18,30 +20,38 @@ SPEED_SETTINGS = frozenset({"output_dir", "micro_batch_size", "packing", "tokens
                             "compile", "attn_implementation", "save_steps"})
 
 
-class TrainConfig(YamlConfig):
-    """Settings of one training run; defaults follow the paper (reference.md section 2)."""
+def stage2_epochs(n_labels: int, epochs: int | None = None, passes: int | None = None, min_epochs: int = 3,
+                  max_epochs: int = 50) -> int:
+    """Calibration (stage 2) epochs for ``n_labels`` labelled questions, the one rule: ``epochs`` when set;
+    else, with ``passes``, passes / labels clipped to [min_epochs, max_epochs] (small budgets get more
+    epochs, so a run's cost grows less than linearly with its labels); else the authors' 50 epochs up to
+    10k labels and 15 above."""
+    if epochs is not None:
+        return epochs
+    if passes is not None:
+        return int(min(max_epochs, max(min_epochs, round(passes / max(1, n_labels)))))
+    return 50 if n_labels <= 10_000 else 15
+
+
+class TrainSettings(YamlConfig):
+    """The trainer's settings that ``elical run`` takes from its ``train.settings`` section: every
+    :class:`TrainConfig` field but those the run fills per model (model, method, seed, budget, output
+    folder, prompts). Defaults follow the paper (reference.md section 2)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field("", description="Hugging Face causal LM: local folder or hub name")
-    mode: Mode = "elical"
-    output_dir: str = "runs/train"
-    seed: int = 0
     # model
     head: Literal["linear", "mlp"] = "linear"
     lora_r: int = Field(8, ge=1)
     lora_alpha: int = 16
     lora_dropout: float = 0.0
     target_modules: str | list[str] = "all-linear"
-    qa_template: str = QA_TEMPLATE
-    system_prompt: str | None = SYSTEM_PROMPT
     max_length: int = Field(512, ge=1)
     dtype: str = "auto"
     attn_implementation: str = "sdpa"
     # targets and data
     cal_target: Literal["samples", "greedy"] = "samples"
     head_only_target: Literal["cal", "eli"] = "cal"
-    budget: int | None = Field(None, ge=1, description="labelled questions for calibration (None: all)")
     val_fraction: float = Field(0.1, gt=0, lt=1)
     # optimisation
     loss: Literal["mse", "bce"] = "mse"
@@ -78,9 +88,26 @@ class TrainConfig(YamlConfig):
         return "no" if value is False else value
 
     @model_validator(mode="after")
-    def _check(self) -> TrainConfig:
+    def _positive_sizes(self) -> Self:
         if self.batch_size < 1 or self.tokens_per_batch < 1 or self.row_length < 1:
             raise ValueError("batch_size, tokens_per_batch and row_length must be positive")
+        return self
+
+
+class TrainConfig(TrainSettings):
+    """Settings of one training run: the trainer's settings plus what one model is (base model, mode,
+    seed, label budget, prompts) and where it is written."""
+
+    model: str = Field("", description="Hugging Face causal LM: local folder or hub name")
+    mode: Mode = "elical"
+    output_dir: str = "runs/train"
+    seed: int = 0
+    budget: int | None = Field(None, ge=1, description="labelled questions for calibration (None: all)")
+    qa_template: str = QA_TEMPLATE
+    system_prompt: str | None = SYSTEM_PROMPT
+
+    @model_validator(mode="after")
+    def _compile_needs_lora(self) -> TrainConfig:
         if self.mode == "head-only" and self.compile:
             raise ValueError("compile applies to LoRA training, not to head-only mode")
         return self
@@ -104,7 +131,5 @@ class TrainConfig(YamlConfig):
         )
 
     def stage2_epochs(self, n_labels: int) -> int:
-        """Epochs for calibration: as set, else the authors' 50 (<= 10k labels) or 15."""
-        if self.epochs_stage2 is not None:
-            return self.epochs_stage2
-        return 50 if n_labels <= 10_000 else 15
+        """Epochs for calibration (:func:`stage2_epochs`): as set, else the authors' 50 (<= 10k labels) or 15."""
+        return stage2_epochs(n_labels, self.epochs_stage2)

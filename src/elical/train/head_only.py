@@ -6,41 +6,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from elical.train.batching import packed_batches
 from elical.train.config import TrainConfig
 from elical.train.loop import Stage, StageData, TrainingError, epoch_batches, per_question_loss
+from elical.train.predict import last_token_outputs
 from elical.train.selection import Selector, validation_metrics
-
-
-@torch.inference_mode()
-def extract_features(model, seqs: Sequence[Sequence[int]], indices: Sequence[int], pad_id: int,
-                     tokens_per_batch: int, row_length: int, accelerator=None,
-                     progress=None) -> dict[int, torch.Tensor]:
-    """Pooled last-token hidden state (float32, CPU) per question index; sharded across processes."""
-    rank, world = (accelerator.process_index, accelerator.num_processes) if accelerator else (0, 1)
-    device = accelerator.device if accelerator else next(model.parameters()).device
-    model.eval()
-    out: dict[int, torch.Tensor] = {}
-    for batch in packed_batches(seqs, list(indices)[rank::world], pad_id, tokens_per_batch, row_length):
-        with accelerator.autocast() if accelerator else torch.autocast("cpu", enabled=False):
-            feats = model.hidden_states(**batch.to(device).model_inputs())
-        out.update(zip(batch.order, feats.float().cpu()))
-        if progress is not None:
-            progress(len(batch.order) * world)
-    if world > 1:
-        from accelerate.utils import gather_object
-
-        merged: dict[int, torch.Tensor] = {}
-        for part in gather_object([out]):
-            merged.update(part)
-        out = merged
-    return out
 
 
 def cached_features(model, data: StageData, cfg: TrainConfig, cache_dir: Path, accelerator,
@@ -57,8 +31,8 @@ def cached_features(model, data: StageData, cfg: TrainConfig, cache_dir: Path, a
 
     with Progress(disable=not (show_progress and accelerator.is_main_process), transient=True) as bar:
         task = bar.add_task("hidden states (computed once, cached)", total=len(indices))
-        feats = extract_features(model, data.seqs, indices, data.pad_id, 2 * cfg.tokens_per_batch,
-                                 cfg.row_length, accelerator, progress=lambda n: bar.advance(task, n))
+        feats = last_token_outputs(model, data.seqs, indices, data.pad_id, 2 * cfg.tokens_per_batch, cfg.row_length,
+                                   head=False, accelerator=accelerator, progress=lambda n: bar.advance(task, n))
     hidden = next(iter(feats.values())).shape[-1]
     table = torch.full((len(data.seqs), hidden), float("nan"))
     for i, value in feats.items():

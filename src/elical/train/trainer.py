@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from elical.folder_lock import holding_launch_lock
 from elical.records import Record, read_records
@@ -35,8 +35,9 @@ class StagePlan:
 
 def plan_stages(records: Sequence[Record], cfg: TrainConfig) -> dict[str, StagePlan]:
     """The data of each stage of ``cfg.mode``: 'eli' and/or 'cal' (errors name what is missing)."""
-    needs = {"eli-only": ["eli"], "cal-only": ["cal"], "elical": ["eli", "cal"],
-             "head-only": [cfg.head_only_target]}[cfg.mode]
+    stages: dict[str, list[Literal["eli", "cal"]]] = {"eli-only": ["eli"], "cal-only": ["cal"], "elical": ["eli", "cal"],
+                                                      "head-only": [cfg.head_only_target]}
+    needs = stages[cfg.mode]
     plans: dict[str, StagePlan] = {}
     for stage in needs:
         kind = target_kind(stage, cfg.cal_target)
@@ -80,7 +81,7 @@ def _precision(cfg: TrainConfig) -> dict[str, str]:
     """Weight dtype and mixed precision as they resolve on this machine (both change the numbers)."""
     import torch
 
-    from elical.model import resolve_dtype
+    from elical.loading import resolve_dtype
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     mixed = cfg.mixed_precision
@@ -109,7 +110,7 @@ def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequenc
 
     Left out: :data:`elical.train.config.SPEED_SETTINGS` (speed and bookkeeping), the mode (a stage is
     the same in eli-only and elical; the run's record holds it), and settings of other stages."""
-    from elical.annotate.models import model_version
+    from elical.loading import model_version
 
     settings: dict[str, Any] = {
         "model": cfg.model, "seed": cfg.seed, "epochs": epochs, "lr": lr, "loss": cfg.loss,
@@ -149,9 +150,54 @@ def plan_run(cfg: TrainConfig, plans: dict[str, StagePlan], records: Sequence[Re
     return specs
 
 
+@dataclass
+class InitStage:
+    """A finished stage 1 of another training that this one starts from (``init_from``): its folder, its
+    summary (``done.json``) and the version of its selected weights (recorded, so a rewritten stage 1 is
+    noticed by a resume)."""
+
+    folder: Path
+    summary: dict[str, Any]
+    weights: str | None
+
+
+def initial_stage(init_from: str | Path, cfg: TrainConfig, specs: Sequence[StageSpec]) -> InitStage:
+    """The finished stage 1 in ``init_from`` (a training folder, or its ``stage1-eli`` folder), checked to be
+    the stage 1 this training would train: same recorded settings (model, data, seed, optimisation, ...).
+
+    Raises :class:`elical.inputs.InputError` when the mode has no stage 1 to skip or the folder holds no
+    finished stage 1, and :class:`elical.fingerprint.SettingsMismatch` naming the settings that differ."""
+    from elical.fingerprint import SettingsMismatch, differences, path_version, recorded_settings
+    from elical.inputs import InputError
+
+    name = STAGE_NAMES["eli"]
+    if cfg.mode != "elical":
+        raise InputError(f"init_from: only mode elical starts from a finished stage 1, not mode {cfg.mode}")
+    root = Path(init_from)
+    folder = root / name if (root / name).is_dir() else root
+    if folder.resolve() == (Path(cfg.output_dir) / name).resolve():
+        raise InputError(f"init_from {root} is this training's own stage 1: leave init_from out (a rerun resumes)")
+    if not (folder / "done.json").is_file() or not (folder / "best").is_dir():
+        raise InputError(f"init_from {root}: no finished stage 1 there (expected {root / name} with done.json "
+                         "and best/); train it to the end first")
+    recorded = recorded_settings(folder, name)
+    spec = next(s for s in specs if s.name == name)
+    problem = None if recorded is None else differences(recorded, spec.settings)
+    if problem != []:
+        raise SettingsMismatch(folder, {name: problem}, "start from a stage 1 trained with this training's "
+                                                        "settings, or leave out init_from to train stage 1 here")
+    return InitStage(folder, json.loads((folder / "done.json").read_text()), path_version(folder / "best"))
+
+
+def _own_specs(specs: Sequence[StageSpec], start: InitStage | None) -> list[StageSpec]:
+    """The stages this training trains in its own folder (all but stage 1 when it starts from ``start``)."""
+    return [spec for spec in specs if start is None or spec.name != STAGE_NAMES["eli"]]
+
+
 def check_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], overwrite: bool,
-                 clear: bool = True) -> list[str]:
-    """Compare each stage's settings (and the run's: mode and stages) with those recorded in ``out``.
+                 clear: bool = True, start: InitStage | None = None) -> list[str]:
+    """Compare each stage's settings (and the run's: mode, stages and the stage 1 it starts from) with those
+    recorded in ``out``.
 
     A difference raises :class:`elical.fingerprint.SettingsMismatch` naming every differing setting
     (old → new) before anything is written. With ``overwrite`` the differing stages' folders and the
@@ -160,14 +206,15 @@ def check_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], overwr
     :func:`record_folder`)."""
     from elical.fingerprint import INPUT, SettingsMismatch, clear_outputs, compare_settings, recorded_settings
 
+    own = _own_specs(specs, start)
     problems: dict[str, Any] = {}
-    for spec in specs:
+    for spec in own:
         stage_dir = out / spec.name
         made = [p for p in stage_dir.iterdir() if p.name != "settings"] if stage_dir.is_dir() else []
         if (problem := compare_settings(stage_dir, spec.name, spec.settings, made)) != []:
             problems[spec.name] = (problem, made)
     run_outputs = [out / name for name in RUN_OUTPUTS]
-    run_problem = compare_settings(out, SETTINGS_STEP, _run_settings(cfg, specs), run_outputs)
+    run_problem = compare_settings(out, SETTINGS_STEP, _run_settings(cfg, specs, start), run_outputs)
     if not problems and run_problem == []:
         return []
     if not overwrite:
@@ -178,7 +225,7 @@ def check_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], overwr
                                            "match are kept), or train into a new folder (-o)")
     if clear:
         old_stages = (recorded_settings(out, SETTINGS_STEP) or {}).get("input", {})
-        for name in old_stages.keys() - {spec.name for spec in specs}:  # stages of the run this one replaces
+        for name in old_stages.keys() - {spec.name for spec in own}:  # stages of the run this one replaces
             clear_outputs(out / name, name, [out / name])
         for step, (_, outputs) in problems.items():
             clear_outputs(out / step, step, outputs)
@@ -186,63 +233,89 @@ def check_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], overwr
     return sorted(problems) or [SETTINGS_STEP]
 
 
-def _run_settings(cfg: TrainConfig, specs: Sequence[StageSpec]) -> dict[str, Any]:
-    """The run's record: its mode, and each stage's settings digest (under ``input``)."""
+def _run_settings(cfg: TrainConfig, specs: Sequence[StageSpec], start: InitStage | None = None) -> dict[str, Any]:
+    """The run's record: its mode, each stage's settings digest (under ``input``) and, when stage 1 comes
+    from another training, the version of that stage's weights (``init_from``)."""
     from elical.fingerprint import digest
 
-    return {"mode": cfg.mode, "input": {spec.name: digest(spec.settings) for spec in specs}}
+    settings: dict[str, Any] = {"mode": cfg.mode, "input": {spec.name: digest(spec.settings) for spec in specs}}
+    if start is not None:
+        settings["init_from"] = start.weights
+    return settings
 
 
-def record_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec]) -> None:
-    """Record the run's and each stage's settings in ``out`` (after :func:`check_folder` passed)."""
+def record_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], start: InitStage | None = None) -> None:
+    """Record the run's and each of its own stages' settings in ``out`` (after :func:`check_folder` passed)."""
     from elical.fingerprint import record_settings
 
-    for spec in specs:
+    for spec in _own_specs(specs, start):
         record_settings(out / spec.name, spec.name, spec.settings)
-    record_settings(out, SETTINGS_STEP, _run_settings(cfg, specs))
+    record_settings(out, SETTINGS_STEP, _run_settings(cfg, specs, start))
 
 
 @holding_launch_lock(lambda cfg, *args, **kwargs: cfg.output_dir)  # one launch at a time per output folder
-def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, overwrite: bool = False) -> dict[str, Any]:
+def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, overwrite: bool = False,
+          init_from: str | Path | None = None) -> dict[str, Any]:
     """Run the training of ``cfg.mode`` on the records in ``inputs``; the model lands in output_dir/model.
 
     A folder holding a run with other output-deciding settings is refused before anything is written
     (see :func:`check_folder`); ``overwrite`` retrains what changed. A rerun with the same settings
-    resumes where the last one stopped."""
+    resumes where the last one stopped. ``init_from`` (mode elical): a training folder whose finished
+    stage 1 has this training's stage-1 settings (see :func:`initial_stage`); stage 2 starts from its
+    selected model instead of training stage 1 again."""
     from accelerate import Accelerator
-    from accelerate.utils import DistributedType, set_seed
+    from accelerate.utils import set_seed
 
-    from elical.fingerprint import digest
-    from elical.model import ConfidenceModel
     from elical.provenance import provenance
-    from elical.train.batching import tokenize_prompts
-    from elical.train.head_only import cached_features, train_head
-    from elical.train.loop import Stage, StageData, run_stage
-    from elical.train.predict import record_prompts
 
     if not cfg.model:
         raise ValueError("no model given: set `model` (a Hugging Face causal LM folder or name)")
     records = read_records(list(inputs))
     plans = plan_stages(records, cfg)  # all input errors surface here, before any model is loaded
     specs = plan_run(cfg, plans, records)
+    start = initial_stage(init_from, cfg, specs) if init_from is not None else None
     out = Path(cfg.output_dir)
     accelerator = Accelerator(mixed_precision=specs[0].settings["mixed_precision"])
-    retrained = check_folder(out, cfg, specs, overwrite, clear=accelerator.is_main_process)
+    _prepare_folder(out, cfg, specs, start, overwrite, accelerator)
+    set_seed(cfg.seed)
+    run_info = {"config": cfg.model_dump(), "seed": cfg.seed, "inputs": [str(p) for p in inputs],
+                "init_from": str(start.folder) if start else None,
+                "num_processes": accelerator.num_processes, "provenance": provenance()}
+    if accelerator.is_main_process:
+        (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
+    summaries = _train_stages(cfg, records, plans, specs, start, accelerator, run_info, show_progress)
+    return _finish(out, specs, summaries, run_info, accelerator)
+
+
+def _prepare_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], start: InitStage | None,
+                    overwrite: bool, accelerator) -> None:
+    """Check ``out`` against this training's settings (every process), then record them (the main one)."""
+    retrained = check_folder(out, cfg, specs, overwrite, clear=accelerator.is_main_process, start=start)
     accelerator.wait_for_everyone()  # every process compared before the main one cleared anything
     if accelerator.is_main_process:
         if retrained:
             accelerator.print(f"overwrite: retraining {', '.join(retrained)} in {out}")
-        record_folder(out, cfg, specs)
+        record_folder(out, cfg, specs, start)
         cfg.to_yaml(out / "train_config.yaml")
     accelerator.wait_for_everyone()
-    set_seed(cfg.seed)
-    run_info = {"config": cfg.model_dump(), "seed": cfg.seed, "inputs": [str(p) for p in inputs],
-                "num_processes": accelerator.num_processes, "provenance": provenance()}
-    if accelerator.is_main_process:
-        (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
+
+
+def _train_stages(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, StagePlan],
+                  specs: Sequence[StageSpec], start: InitStage | None, accelerator, run_info: dict[str, Any],
+                  show_progress: bool) -> list[dict[str, Any]]:
+    """Train the stages in order (stage 1 taken from ``start`` when given); their summaries."""
+    from accelerate.utils import DistributedType
+
+    from elical.fingerprint import digest
+    from elical.train.batching import tokenize_prompts
+    from elical.train.head_only import cached_features, train_head
+    from elical.train.loop import Stage, StageData, run_stage
+    from elical.train.predict import record_prompts
+
+    out = Path(cfg.output_dir)
     fsdp = accelerator.distributed_type == DistributedType.FSDP
     load_device = "cpu" if fsdp else accelerator.device
-    model = ConfidenceModel.create(cfg.model_settings(), device=load_device)
+    model = _first_model(cfg, start, load_device)
     seqs, truncated = tokenize_prompts(model.tokenizer, record_prompts(model, records), cfg.max_length)
     if truncated:
         accelerator.print(f"note: {truncated} prompt(s) longer than max_length={cfg.max_length} keep their last tokens")
@@ -264,21 +337,43 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, o
     for spec in specs:
         stage_dir = out / spec.name
         stage = Stage(spec.name, spec.epochs, spec.lr, digest(spec.settings))
-        if cfg.mode == "head-only":
+        if start is not None and spec.name == STAGE_NAMES["eli"]:
+            summaries.append(start.summary)  # the model in memory is its selected one
+        elif cfg.mode == "head-only":
             data = data_of(spec.data)
             features = cached_features(model, data, cfg, out / "cache", accelerator, show_progress)
             summaries.append(train_head(model, data, cfg, features, stage, stage_dir, save_best))
             if accelerator.is_main_process:
                 (stage_dir / "history.json").write_text(json.dumps(summaries[-1]["history"], indent=1))
-            continue
-        if spec.name == STAGE_NAMES["cal"]:
-            # Stage 2 starts from the selected stage-1 model, LoRA and head trainable (reference.md 7.2).
-            accelerator.free_memory()
-            del model
-            model = ConfidenceModel.load(out / STAGE_NAMES["eli"] / "best", device=load_device, base_model=cfg.model,
-                                         trainable=True)
-        summaries.append(run_stage(model, data_of(spec.data), stage, cfg, accelerator, stage_dir, save_best,
-                                   show_progress))
+        else:
+            if spec.name == STAGE_NAMES["cal"] and start is None:
+                accelerator.free_memory()
+                del model
+                model = _stage1_model(cfg, out / STAGE_NAMES["eli"], load_device)
+            summaries.append(run_stage(model, data_of(spec.data), stage, cfg, accelerator, stage_dir, save_best,
+                                       show_progress))
+    return summaries
+
+
+def _first_model(cfg: TrainConfig, start: InitStage | None, device):
+    """The model the first trained stage starts from: a fresh one, or the selected stage-1 model of ``start``."""
+    from elical.model import ConfidenceModel
+
+    if start is None:
+        return ConfidenceModel.create(cfg.model_settings(), device=device)
+    return _stage1_model(cfg, start.folder, device)
+
+
+def _stage1_model(cfg: TrainConfig, stage_dir: Path, device):
+    """Stage 2 starts from the selected stage-1 model, LoRA and head trainable (reference.md 7.2)."""
+    from elical.model import ConfidenceModel
+
+    return ConfidenceModel.load(stage_dir / "best", device=device, base_model=cfg.model, trainable=True)
+
+
+def _finish(out: Path, specs: Sequence[StageSpec], summaries: list[dict[str, Any]], run_info: dict[str, Any],
+            accelerator) -> dict[str, Any]:
+    """The last stage's selected model becomes ``out/model``; the training log and summary are written."""
     last = out / specs[-1].name
     result = {**run_info, "stages": summaries, "model": str(out / "model"),
               "is_main_process": accelerator.is_main_process}

@@ -1,14 +1,21 @@
-"""Settings of the synthetic knowledge world and of its tiny language model (dataclasses, YAML-loadable)."""
+"""Settings of the synthetic knowledge world and of its tiny language model (pydantic, YAML-loadable).
+
+Unknown keys are errors, so a typo fails when the settings are read, before any work."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from elical.inputs import InputError, one_line
+from elical.prompts import MC_TEMPLATE, QA_TEMPLATE
+from elical.yaml_config import read_yaml_mapping
+
+Section = TypeVar("Section", bound=BaseModel)
 
 
-@dataclass
-class WorldConfig:
+class WorldConfig(BaseModel):
     """How the synthetic world is drawn: entities, exposure of each fact in the corpus, question splits.
 
     Exposure model: a person's popularity is log-normal (``popularity_mu``, ``popularity_sigma``);
@@ -17,6 +24,8 @@ class WorldConfig:
     one wrong value more often than the right one. Every statement is also replaced by a random wrong
     value with probability ``statement_noise`` (noisy exposure).
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     seed: int = 0
     n_people: int = 900
@@ -36,7 +45,7 @@ class WorldConfig:
     n_multihop: int = 300
     n_mc: int = 400
     # relation salience (mean exposure multiplier) and contested share; names must be world relations
-    salience: dict[str, float] = field(
+    salience: dict[str, float] = Field(
         default_factory=lambda: {
             "birth_city": 1.0,
             "profession": 1.4,
@@ -48,7 +57,7 @@ class WorldConfig:
             "sport": 0.8,
         }
     )
-    contested: dict[str, float] = field(
+    contested: dict[str, float] = Field(
         default_factory=lambda: {
             "birth_city": 0.12,
             "profession": 0.05,
@@ -61,21 +70,39 @@ class WorldConfig:
         }
     )
 
-    def __post_init__(self) -> None:
-        if self.n_people < 10:
-            raise ValueError(f"world.n_people: expected at least 10, got {self.n_people}")
-        if not 0.0 <= self.qa_fraction < 1.0:
-            raise ValueError(f"world.qa_fraction: expected a share in [0, 1), got {self.qa_fraction}")
-        if not 0.0 < self.train_pool_fraction < 1.0:
-            raise ValueError(f"world.train_pool_fraction: expected a share in (0, 1), got {self.train_pool_fraction}")
-        if self.mc_options < 2 or self.mc_options > 26:
-            raise ValueError(f"world.mc_options: expected 2..26, got {self.mc_options}")
-        self.contested_wrong_ratio = tuple(self.contested_wrong_ratio)  # type: ignore[assignment]
+    @field_validator("n_people")
+    @classmethod
+    def _enough_people(cls, value: int) -> int:
+        if value < 10:
+            raise ValueError(f"expected at least 10, got {value}")
+        return value
+
+    @field_validator("qa_fraction")
+    @classmethod
+    def _qa_share(cls, value: float) -> float:
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"expected a share in [0, 1), got {value}")
+        return value
+
+    @field_validator("train_pool_fraction")
+    @classmethod
+    def _pool_share(cls, value: float) -> float:
+        if not 0.0 < value < 1.0:
+            raise ValueError(f"expected a share in (0, 1), got {value}")
+        return value
+
+    @field_validator("mc_options")
+    @classmethod
+    def _letters(cls, value: int) -> int:
+        if value < 2 or value > 26:
+            raise ValueError(f"expected 2..26, got {value}")
+        return value
 
 
-@dataclass
-class LMConfig:
+class LMConfig(BaseModel):
     """The tiny causal LM: a real HF architecture from a config, and how it is pretrained."""
+
+    model_config = ConfigDict(extra="forbid")
 
     arch: str = "llama"
     hidden_size: int = 256
@@ -93,38 +120,37 @@ class LMConfig:
     weight_decay: float = 0.1
     qa_weight: float = 0.35
     system_prompt: str | None = None
-    qa_template: str = "Answer the following question.\nQuestion: {question}"
-    mc_template: str = (
-        "Select the correct answer to the following question based on your internal knowledge.\nQuestion: {question}{options}"
-    )
+    qa_template: str = QA_TEMPLATE
+    mc_template: str = MC_TEMPLATE
     seed: int = 0
     save_dtype: str = "float16"
 
-    def __post_init__(self) -> None:
-        if self.arch not in ("llama", "qwen2"):
-            raise ValueError(f"lm.arch: expected 'llama' or 'qwen2', got {self.arch!r}")
+    @field_validator("arch")
+    @classmethod
+    def _known_arch(cls, value: str) -> str:
+        if value not in ("llama", "qwen2"):
+            raise ValueError(f"expected 'llama' or 'qwen2', got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> LMConfig:
         if self.hidden_size % self.num_heads:
             raise ValueError(f"lm.hidden_size {self.hidden_size} is not divisible by lm.num_heads {self.num_heads}")
+        return self
 
 
-def from_dict(cls: type, data: dict[str, Any] | None, where: str) -> Any:
-    """Build a config dataclass from a dict, naming unknown keys (typos) in the error."""
-    data = dict(data or {})
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(names)}")
-    return cls(**data)
+def from_dict(cls: type[Section], data: dict[str, Any] | None, where: str) -> Section:
+    """``data`` (None: the defaults) validated as ``cls``; a bad or unknown key (a typo) is an InputError
+    naming ``where`` and the key."""
+    try:
+        return cls.model_validate(data or {})
+    except ValidationError as err:
+        raise InputError(f"{where}: {one_line(err)}") from None
 
 
 def load_world_configs(path: str | None, **lm_overrides: Any) -> tuple[WorldConfig, LMConfig]:
-    """World and LM configs from a YAML file's ``world:`` and ``lm:`` sections (or defaults), then overrides."""
-    data: dict[str, Any] = {}
-    if path:
-        from elical.yaml_config import read_yaml_mapping
-
-        data = read_yaml_mapping(path, "a mapping with 'world:' and/or 'lm:' sections")
-    world = from_dict(WorldConfig, data.get("world"), f"{path}: world")
-    lm_data = dict(data.get("lm") or {})
-    lm_data.update({k: v for k, v in lm_overrides.items() if v is not None})
-    return world, from_dict(LMConfig, lm_data, f"{path}: lm")
+    """World and LM configs from a YAML file's ``world:`` and ``lm:`` sections (or defaults), then the
+    non-None ``lm_overrides``; a bad or unknown key is an InputError naming the file, section and key."""
+    data: dict[str, Any] = read_yaml_mapping(path, "a mapping with 'world:' and/or 'lm:' sections") if path else {}
+    lm_data = {**(data.get("lm") or {}), **{k: v for k, v in lm_overrides.items() if v is not None}}
+    return from_dict(WorldConfig, data.get("world"), f"{path}: world"), from_dict(LMConfig, lm_data, f"{path}: lm")

@@ -66,7 +66,7 @@ class World:
     def to_dict(self) -> dict[str, Any]:
         """The world as plain JSON-able data."""
         return {
-            "config": asdict(self.config),
+            "config": self.config.model_dump(),
             "pools": self.pools,
             "city_country": self.city_country,
             "people": [asdict(p) for p in self.people],

@@ -13,7 +13,6 @@ import random
 import string
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -253,8 +252,8 @@ def save_world_lm(model, tokenizer, world: World, lm: LMConfig, out_dir: str | P
     tokenizer.save_pretrained(out)
     meta = {
         "world_fingerprint": world.fingerprint(),
-        "world": asdict(world.config),
-        "lm": asdict(lm),
+        "world": world.config.model_dump(),
+        "lm": lm.model_dump(),
         "params": n_params,
         "train_seconds": round(seconds, 1),
         "device": device if device == "cpu" else torch.cuda.get_device_name(),

@@ -15,7 +15,8 @@ Prompt = str | list[Message]
 
 @dataclass(frozen=True)
 class GenerationSettings:
-    """How to decode. ``do_sample=False`` is greedy; ``n`` answers are returned per prompt."""
+    """How to decode. ``do_sample=False`` is greedy; ``n`` answers are returned per prompt. The defaults
+    are the paper's decoding settings (annotation's defaults read them from :data:`PAPER_SAMPLING`)."""
 
     do_sample: bool = False
     n: int = 1
@@ -42,6 +43,10 @@ class GenerationSettings:
 
 
 GREEDY = GenerationSettings()
+# The paper's sampling: k=20 answers per question at temperature 1, top_p 0.95, top_k 50, at most 64 new
+# tokens (the authors allowed 256, plenty for short answers) and no repetition penalty (the authors used
+# 1.05, reference.md section 4).
+PAPER_SAMPLING = GenerationSettings(do_sample=True, n=20)
 
 
 @dataclass

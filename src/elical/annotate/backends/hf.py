@@ -74,9 +74,9 @@ class HFBackend(Backend):
     @classmethod
     def from_pretrained(cls, spec: str, dtype: str = "auto", device: str = "auto", **kwargs: Any) -> HFBackend:
         """Load a model by alias (``smollm2``), GGUF path, folder or cached name."""
-        from elical.annotate.models import load_causal_lm
+        from elical.loading import load_model
 
-        model, tokenizer, source = load_causal_lm(spec, dtype=dtype, device=device)
+        model, tokenizer, source = load_model(spec, dtype=dtype, device=device)
         return cls(model, tokenizer, model_name=source.name, **kwargs)
 
     # ------------------------------------------------------------------ prompts

@@ -1,9 +1,11 @@
 """Any OpenAI-compatible server (vLLM serve, SGLang, llama.cpp server, ...) over HTTP with httpx.
 
 Chat prompts go to ``/chat/completions``, plain strings to ``/completions``; each request asks for
-``n`` answers, so the server shares the prompt's prefill. Requests run on a bounded thread pool and
-are retried with backoff on connection errors, 429 and 5xx. Token log-probs are read when the server
-returns them (``logprobs`` is requested).
+``n`` answers, so the server shares the prompt's prefill. Given several servers, requests are spread
+across them (least loaded first) with at most ``concurrency`` in flight on each (elical.annotate.
+backends.server_pool). A request is retried on connection errors, 429 and 5xx, on another server when
+one is up, else with backoff; a server failing repeatedly is left alone for a while. Token log-probs
+are read when the server returns them (``logprobs`` is requested).
 
 Credentials never reach a file or a log line: an API key goes in a bearer header (the caller reads it
 from the environment), a ``user:password@`` in the URL is sent as basic auth, and everything this
@@ -18,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt
+from elical.annotate.backends.server_pool import Server, ServerPool
 from elical.redact import redact
 
 
@@ -32,7 +35,7 @@ class OpenAIBackend(Backend):
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | Sequence[str],
         model: str,
         api_key: str | None = None,
         concurrency: int = 8,
@@ -40,10 +43,15 @@ class OpenAIBackend(Backend):
         connect_timeout: float = 10.0,
         read_timeout: float = 120.0,
         backoff: float = 0.5,
+        down_after: int = 2,
+        down_for: float = 30.0,
     ) -> None:
+        """``base_url``: one server or several; ``concurrency``: requests in flight on each server;
+        ``down_after`` failures in a row leave a server alone for ``down_for`` seconds."""
         import httpx
 
-        self.base_url = base_url.rstrip("/")
+        urls = [base_url] if isinstance(base_url, str) else list(base_url)
+        self.base_urls = [url.rstrip("/") for url in urls]
         self.model = model
         self.concurrency = concurrency
         self.retries = retries
@@ -51,21 +59,25 @@ class OpenAIBackend(Backend):
         self._secrets = (api_key,)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
-        self.client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+        servers = [Server(url, httpx.Client(base_url=url, headers=headers, timeout=timeout)) for url in self.base_urls]
+        self.pool = ServerPool(servers, concurrency, down_after=down_after, down_for=down_for)
 
     def redact(self, text: str) -> str:
         """``text`` without this backend's credentials (URL user info, the API key)."""
         return redact(text, self._secrets)
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.model, "base_url": self.redact(self.base_url)}
+        urls = [self.redact(url) for url in self.base_urls]
+        return {"backend": self.name, "model": self.model, "base_url": urls[0] if len(urls) == 1 else urls}
 
     def close(self) -> None:
-        self.client.close()
+        for server in self.pool.servers:
+            server.client.close()
 
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings = GREEDY) -> list[Generation]:
+        workers = max(1, self.concurrency) * len(self.pool.servers)
         try:
-            with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
                 results = list(pool.map(lambda p: self._one(p, settings), prompts))
         except ServerError:
             raise
@@ -96,31 +108,44 @@ class OpenAIBackend(Backend):
             body["logprobs"] = True
         return "/chat/completions", body
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, path: str, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The answering server's address and its JSON reply; a retry goes to a server not yet tried
+        when one is up, else waits (backoff) first."""
+        tried: list[Server] = []
+        for attempt in range(self.retries + 1):
+            server = self.pool.acquire(avoid=tried)
+            response, last = self._send(server, path, body)
+            if response is not None and response.status_code == 200:
+                return server.url, response.json()
+            if response is not None and not last:  # the server works, the request is wrong (4xx): no retry helps
+                raise ServerError(self.redact(f"{server.url}{path}: HTTP {response.status_code}: {response.text[:300]}"))
+            tried.append(server)
+            if attempt < self.retries and set(tried) >= set(self.pool.up()):
+                time.sleep(self.backoff * 2**attempt)
+        raise ServerError(self.redact(f"{server.url}{path}: failed after {self.retries + 1} tries: {last}"))
+
+    def _send(self, server: Server, path: str, body: dict[str, Any]) -> tuple[Any, str]:
+        """POST to one server and free its slot: (the response, why it counts as the server failing:
+        a transport error, 429 or 5xx; "" when it does not). A transport error gives no response."""
         import httpx
 
-        last = ""
-        for attempt in range(self.retries + 1):
-            try:
-                response = self.client.post(path, json=body)
-            except httpx.TransportError as err:
-                last = f"{type(err).__name__}: {err}"
-            else:
-                if response.status_code == 200:
-                    return response.json()
-                last = f"HTTP {response.status_code}: {response.text[:300]}"
-                if response.status_code != 429 and response.status_code < 500:
-                    raise ServerError(self.redact(f"{self.base_url}{path}: {last}"))
-            if attempt < self.retries:
-                time.sleep(self.backoff * 2**attempt)
-        raise ServerError(self.redact(f"{self.base_url}{path}: failed after {self.retries + 1} tries: {last}"))
+        ok = False
+        try:
+            response = server.client.post(path, json=body)
+        except httpx.TransportError as err:
+            return None, f"{type(err).__name__}: {err}"
+        else:
+            ok = response.status_code != 429 and response.status_code < 500
+            return response, "" if ok else f"HTTP {response.status_code}: {response.text[:300]}"
+        finally:
+            self.pool.release(server, ok)
 
     def _one(self, prompt: Prompt, settings: GenerationSettings) -> list[Generation]:
         path, body = self._body(prompt, settings)
-        data = self._post(path, body)
+        url, data = self._post(path, body)
         choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
         if len(choices) != settings.n:
-            raise ServerError(self.redact(f"{self.base_url}{path}: asked for {settings.n} answers, got {len(choices)}"))
+            raise ServerError(self.redact(f"{url}{path}: asked for {settings.n} answers, got {len(choices)}"))
         return [self._parse(choice, chat=path == "/chat/completions") for choice in choices]
 
     @staticmethod

@@ -1,16 +1,65 @@
 """vLLM offline engine (optional extra ``elical[vllm]``): ``SamplingParams(n=k)`` shares the prefill.
 
-A thin adapter: vLLM does the batching, prefix sharing, data parallelism (one engine per GPU, or a
-shard per process via ``--shard i/n``) and tensor parallelism (``tensor_parallel_size``). It is
-imported only when this backend is used.
+A thin adapter: vLLM does the batching, prefix sharing and tensor parallelism; data parallelism is one
+engine per GPU (``--engine ray`` starts one per GPU worker, or ``--shard i/n`` by hand), or vLLM's own
+``data_parallel_size`` where the installed version has it. The engine settings come from the config
+(:class:`VLLMSettings`). vllm is imported only when this backend is used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt
+
+
+class VLLMSettings(BaseModel):
+    """Settings of the vLLM engine (``vllm:`` in an annotate config); ``engine_kwargs`` passes any
+    other ``vllm.LLM`` / ``EngineArgs`` setting through as given."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tensor_parallel_size: int = Field(1, ge=1)  # GPUs one model is split over
+    data_parallel_size: int = Field(1, ge=1)  # model replicas inside one engine (vLLM versions that have it)
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)  # share of each GPU's memory vLLM may take
+    max_model_len: int | None = Field(None, ge=1)  # None: the model's own context length
+    engine_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    def gpus(self) -> int:
+        """GPUs one engine occupies."""
+        return self.tensor_parallel_size * self.data_parallel_size
+
+
+def engine_kwargs(model: str, dtype: str, settings: VLLMSettings, accepted: Collection[str] | None = None) -> dict[str, Any]:
+    """The keyword arguments of ``vllm.LLM`` for the settings; ``accepted`` (the names the installed
+    vLLM takes; None = no check) turns a setting it lacks into a ValueError naming it."""
+    kwargs: dict[str, Any] = {"model": model, "dtype": dtype, "tensor_parallel_size": settings.tensor_parallel_size,
+                              "gpu_memory_utilization": settings.gpu_memory_utilization}
+    if settings.max_model_len is not None:
+        kwargs["max_model_len"] = settings.max_model_len
+    if settings.data_parallel_size > 1:
+        kwargs["data_parallel_size"] = settings.data_parallel_size
+    repeated = sorted(set(settings.engine_kwargs) & set(kwargs))
+    if repeated:
+        raise ValueError(f"vllm.engine_kwargs repeats {', '.join(repeated)}: set it as a setting of its own (or the model/dtype)")
+    kwargs.update(settings.engine_kwargs)
+    unknown = sorted(set(kwargs) - set(accepted)) if accepted is not None else []
+    if unknown:
+        raise ValueError(f"the installed vllm does not accept {', '.join(unknown)} (a newer version may; or drop the setting)")
+    return kwargs
+
+
+def accepted_kwargs() -> set[str]:
+    """The keyword arguments the installed ``vllm.LLM`` takes: its own and those of ``EngineArgs``."""
+    import dataclasses
+    import inspect
+
+    from vllm import LLM, EngineArgs
+
+    return {*inspect.signature(LLM.__init__).parameters, *(f.name for f in dataclasses.fields(EngineArgs))} - {"self", "kwargs"}
 
 
 class VLLMBackend(Backend):
@@ -24,13 +73,13 @@ class VLLMBackend(Backend):
         self.model_name = model_name
 
     @classmethod
-    def from_pretrained(cls, model: str, dtype: str = "auto", tensor_parallel_size: int = 1, **kwargs: Any) -> VLLMBackend:
-        """Start a vLLM engine for ``model`` (needs ``pip install 'elical[vllm]'``)."""
+    def from_pretrained(cls, model: str, dtype: str = "auto", settings: VLLMSettings | None = None) -> VLLMBackend:
+        """Start a vLLM engine for ``model`` with the engine settings (needs ``pip install 'elical[vllm]'``)."""
         try:
             from vllm import LLM
         except ImportError as err:
             raise ImportError("the vllm backend needs the extra: pip install 'elical[vllm]'") from err
-        return cls(LLM(model=model, dtype=dtype, tensor_parallel_size=tensor_parallel_size, **kwargs), model_name=model)
+        return cls(LLM(**engine_kwargs(model, dtype, settings or VLLMSettings(), accepted_kwargs())), model_name=model)
 
     def render(self, prompt: Prompt) -> str:
         if isinstance(prompt, str):

@@ -1,0 +1,79 @@
+"""The identity of one trained confidence model: method, label budget and seed.
+
+A :class:`ModelKey` travels with a model's predictions (in their metadata) and through the run's
+tables, so nothing parses names back out of strings. :attr:`ModelKey.name` is the model's folder and
+method string (``elical-100-s0``), unchanged from earlier runs so their folders stay valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import total_ordering
+from typing import Any, Literal
+
+METHOD_NAMES = {"eli-only": "Eli-Only", "cal-only": "Cal-Only", "elical": "EliCal", "head-only": "Head-Only"}
+TRAINED = tuple(METHOD_NAMES)
+
+Budget = int | Literal["all"] | None
+
+
+@total_ordering
+@dataclass(frozen=True)
+class ModelKey:
+    """One trained model: ``method`` (eli-only, cal-only, elical, head-only), ``budget`` (labels; "all" for
+    the whole pool; None for Eli-Only, which uses no labels) and training ``seed``."""
+
+    method: str
+    budget: Budget
+    seed: int
+
+    def __post_init__(self) -> None:
+        if self.method not in METHOD_NAMES:
+            raise ValueError(f"unknown method {self.method!r}: expected one of {', '.join(METHOD_NAMES)}")
+        if self.budget is not None and self.budget != "all" and not (
+                isinstance(self.budget, int) and not isinstance(self.budget, bool) and self.budget > 0):
+            raise ValueError(f"budget must be a positive number of labels, 'all' or None, got {self.budget!r}")
+        if self.method == "eli-only" and self.budget is not None:
+            raise ValueError(f"Eli-Only uses no labels: its budget is None, got {self.budget!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise TypeError(f"seed must be an integer, got {self.seed!r}")
+
+    def __lt__(self, other: object) -> bool:
+        """Order by method, budget (numbers, then 'all', None first), seed; budgets of mixed types compare."""
+        if not isinstance(other, ModelKey):
+            return NotImplemented
+        return self._sort_key() < other._sort_key()
+
+    def _sort_key(self) -> tuple[str, int, int, int]:
+        rank = (0, 0) if self.budget is None else (2, 0) if self.budget == "all" else (1, int(self.budget))
+        return self.method, rank[0], rank[1], self.seed
+
+    @property
+    def name(self) -> str:
+        """Folder and method name, e.g. ``elical-100-s0``, ``cal-only-all-s1``, ``eli-only-0-s0``."""
+        return f"{self.method}-{self.budget if self.budget is not None else 0}-s{self.seed}"
+
+    def labels(self, pool_size: int) -> int:
+        """Labels the model was trained with: 0 for Eli-Only, the whole pool for 'all'."""
+        if self.budget is None:
+            return 0
+        return pool_size if self.budget == "all" else int(self.budget)
+
+    def display(self, pool_size: int) -> str:
+        """Report name: 'EliCal (100)', 'Cal-Only (all=1500)', 'Eli-Only'."""
+        if self.method == "eli-only":
+            return METHOD_NAMES[self.method]
+        labels = self.labels(pool_size)
+        return f"{METHOD_NAMES[self.method]} ({f'all={labels}' if labels == pool_size else labels})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (for prediction metadata)."""
+        return {"method": self.method, "budget": self.budget, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelKey:
+        """Inverse of :meth:`to_dict`; a missing or bad field is a ValueError naming it."""
+        missing = [k for k in ("method", "budget", "seed") if k not in data]
+        if missing:
+            raise ValueError(f"model key {data!r} lacks {', '.join(missing)}")
+        return cls(str(data["method"]), data["budget"], data["seed"])

@@ -1,0 +1,240 @@
+"""The OpenAI-compatible HTTP app: confidence before generation, then answer, retrieve-and-answer or
+abstain (the rule of :class:`elical.gate.Gate`).
+
+Routes: ``GET /health``, ``GET /v1/models``, ``POST /v1/confidence`` ({"questions": [...]} ->
+{"confidences": [...]}) and ``POST /v1/chat/completions`` (an OpenAI chat completion plus
+``"elical": {"confidence", "decision", "threshold", "retrieve_below", "passages"}``). Bad requests get
+a 4xx response with an OpenAI-style JSON error; unexpected failures a 500 without any traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from elical.annotate.backends.base import Message
+from elical.annotate.backends.openai import ServerError
+from elical.gate import Gate
+from elical.honesty.config import REFUSAL
+from elical.serve.batching import MicroBatcher, Scorer
+from elical.serve.generation import Answerer, with_passages
+
+log = logging.getLogger("elical.serve")
+Retrieve = Callable[[str], list[str]]
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be blank")
+    return text
+
+
+Question = Annotated[str, AfterValidator(_not_blank)]
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What the app serves under and its limits."""
+
+    model_name: str
+    refusal: str = REFUSAL
+    max_questions: int = 256  # per /v1/confidence request
+    batch_questions: int = 64  # per confidence forward pass
+    batch_wait_ms: float = 5.0  # how long a confidence request waits for others to batch with
+
+
+class ConfidenceRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    questions: list[Question] = Field(min_length=1)
+
+
+class ContentPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[ContentPart] | None = None
+
+    def text(self) -> str:
+        """The message's text (text parts joined; other parts ignored)."""
+        if isinstance(self.content, list):
+            return "\n".join(p.text for p in self.content if p.type == "text" and p.text)
+        return self.content or ""
+
+    def plain(self) -> Message:
+        """As a backend reads it: system for the developer role, text content."""
+        return {"role": "system" if self.role == "developer" else self.role, "content": self.text()}
+
+
+class ChatRequest(BaseModel):
+    """An OpenAI chat completion request; sampling options are accepted and ignored (answers are greedy)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    n: int = 1
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+
+
+def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None) -> dict[str, Any]:
+    """An OpenAI-style error object."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": None}}
+
+
+def _validation_message(err: RequestValidationError) -> tuple[str, str | None]:
+    """``field: problem`` for each invalid field of the body, and the first field's name."""
+    problems, first = [], None
+    for e in err.errors():
+        loc = [str(p) for p in e["loc"] if p != "body"]
+        if e["type"] == "json_invalid":
+            return f"the request body is not valid JSON ({e.get('ctx', {}).get('error', 'decode error')})", None
+        if not loc and e["type"] in ("model_attributes_type", "dict_type"):
+            return "the request body must be a JSON object (sent with Content-Type: application/json)", None
+        where = ".".join(loc)
+        first = first or where or None
+        message = e["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems), first
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """4xx JSON errors for bad requests; a plain 500 (traceback only in the server log) for the rest."""
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, err: RequestValidationError) -> JSONResponse:
+        message, param = _validation_message(err)
+        return JSONResponse(error_body(message, param=param), status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
+        kind = "invalid_request_error" if err.status_code < 500 else "server_error"
+        return JSONResponse(error_body(str(err.detail), kind), status_code=err.status_code)
+
+    @app.exception_handler(ServerError)
+    async def upstream_failed(_: Request, err: ServerError) -> JSONResponse:
+        log.error("upstream server failed: %s", err)  # its address stays in the server's log
+        return JSONResponse(error_body("the upstream server failed to answer", "upstream_error"), status_code=502)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, err: Exception) -> JSONResponse:
+        log.error("request failed", exc_info=err)
+        return JSONResponse(error_body(f"internal server error ({type(err).__name__})", "server_error"),
+                            status_code=500)
+
+
+def last_user_question(messages: list[ChatMessage]) -> str:
+    """The text of the last user message; a 400 when there is none or it is blank."""
+    users = [m for m in messages if m.role == "user"]
+    if not users:
+        raise HTTPException(400, "messages: no user message to answer")
+    question = users[-1].text()
+    if not question.strip():
+        raise HTTPException(400, "messages: the last user message has no text")
+    return question
+
+
+def _finite(value: float | None) -> float | None:
+    """JSON has no infinity: an infinite threshold (never answer) is null."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def create_app(score: Scorer, answerer: Answerer, gate: Gate, options: ServeOptions,
+               retrieve: Retrieve | None = None) -> FastAPI:
+    """The app: ``score`` gives confidences of questions (batched across requests), ``answerer``
+    answers, ``retrieve`` (None: no corpus) gives passages for a question."""
+    batcher = MicroBatcher(score, options.batch_questions, options.batch_wait_ms)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await batcher.start()
+        yield
+        await batcher.stop()
+
+    app = FastAPI(title="elical serve", lifespan=lifespan)
+    app.state.batcher = batcher
+    add_error_handlers(app)
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "model": options.model_name, "tau": _finite(gate.tau),
+                "retrieve_below": gate.retrieve_below if retrieve else None,
+                "confidence_passes": batcher.passes, "questions_scored": batcher.scored}
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": options.model_name, "object": "model", "created": 0,
+                                            "owned_by": "elical"}]}
+
+    @app.post("/v1/confidence")
+    async def confidence(body: ConfidenceRequest) -> dict[str, list[float]]:
+        if len(body.questions) > options.max_questions:
+            raise HTTPException(413, f"questions: {len(body.questions)} questions, at most {options.max_questions} per request")
+        return {"confidences": await batcher.confidence(body.questions)}
+
+    @app.post("/v1/chat/completions")
+    async def chat(body: ChatRequest) -> dict[str, Any]:
+        if body.stream:
+            raise HTTPException(400, "stream: streaming is not supported; send stream: false")
+        if body.n != 1:
+            raise HTTPException(400, f"n: only one answer per request is supported, got {body.n}")
+        question = last_user_question(body.messages)
+        [conf] = await batcher.confidence([question])
+        decision = gate.decide(conf, can_retrieve=retrieve is not None)
+        passages: list[str] = []
+        text, finish = options.refusal, "stop"
+        if decision != "abstain":
+            text, finish, passages = await respond(body, question, answerer, retrieve if decision == "retrieve" else None)
+        verdict = {"confidence": conf, "decision": decision, "threshold": _finite(gate.tau),
+                   "retrieve_below": gate.retrieve_below if retrieve else None, "passages": passages}
+        return completion(options.model_name, text, finish, verdict)
+
+    return app
+
+
+async def respond(body: ChatRequest, question: str, answerer: Answerer,
+                  retrieve: Retrieve | None) -> tuple[str, str, list[str]]:
+    """(answer, finish reason, passages): the chat answered, after retrieving passages for the question
+    when ``retrieve`` is given; model calls run in worker threads."""
+    messages = [m.plain() for m in body.messages]
+    passages: list[str] = []
+    if retrieve is not None:
+        passages = await asyncio.to_thread(retrieve, question)
+        messages = with_passages(messages, passages)
+    answer = await asyncio.to_thread(answerer.answer, messages, body.max_completion_tokens or body.max_tokens)
+    return answer.text, answer.finish_reason, passages
+
+
+def completion(model: str, text: str, finish_reason: str, verdict: dict[str, Any]) -> dict[str, Any]:
+    """A chat completion object with the gate's verdict under ``elical``."""
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason,
+                     "logprobs": None}],
+        "elical": verdict,
+    }
