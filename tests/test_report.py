@@ -98,13 +98,14 @@ def test_honesty_scores_render_x100_with_tau_and_dashes():
 
 
 def test_findings_say_what_they_rest_on_and_one_seed_is_no_verdict():
-    trained = Finding("Does EliCal beat Cal-Only at the smallest budget?", True, "AUROC 0.8 vs 0.7")
+    # the seeds a finding rests on are its own (Finding.seeds; None: training-free)
+    trained = Finding("Does EliCal reach 95 % of the all-labels AUROC?", True, "AUROC 0.8 vs 0.7", seeds=3)
     free = Finding("Does self-consistency track correctness?", False, "AUROC 0.6")
-    assert finding_line(trained, 3) == f"{trained.question} **YES** (rests on 3 seeds): AUROC 0.8 vs 0.7"
-    one = finding_line(trained, 1)
+    assert finding_line(trained) == f"{trained.question} **YES** (rests on 3 seeds): AUROC 0.8 vs 0.7"
+    one = finding_line(Finding(trained.question, True, "x", seeds=1))
     assert "**n/a (1 seed)**" in one and "one seed cannot support a YES/NO" in one and "YES**" not in one
-    assert "**NO** (training-free: no training seeds involved)" in finding_line(free, 1)
-    assert "**not measurable**: x" in finding_line(Finding(trained.question, None, "x"), 1)
+    assert "**NO** (training-free: no training seeds involved)" in finding_line(free)
+    assert "**not measurable**: x" in finding_line(Finding(trained.question, None, "x", seeds=3))
 
 
 def test_label_curves_draw_the_best_training_free_baseline_and_say_what_the_band_is(tmp_path):

@@ -136,22 +136,45 @@ def _record(i: int, mentions: int, contested: bool, correct: int, consistent: in
                   extra={"mentions": mentions, "contested": contested})
 
 
+def _differences(rows: list[tuple[str, int, float, float, float]]) -> pd.DataFrame:
+    """Seed-averaged in-domain AUROC rows of differences.csv: (comparison, budget, diff, ci_low, ci_high)."""
+    from elical.run.differences import RUN_DIFFERENCE_COLUMNS
+
+    return pd.DataFrame([{"method_a": "EliCal", "method_b": c.split(" - ")[1], "budget": b, "seed": "mean",
+                          "dataset": "average", "group": "in-domain", "metric": "auroc", "diff": d, "ci_low": lo,
+                          "ci_high": hi, "excludes_zero": lo > 0 or hi < 0, "better_in_seeds": "", "comparison": c}
+                         for c, b, d, lo, hi in rows], columns=RUN_DIFFERENCE_COLUMNS)
+
+
 def test_findings_are_computed_from_the_numbers():
+    from elical.run.report import finding_line
+
     records = ([_record(i, 0, False, 0, 1) for i in range(4)] + [_record(10 + i, 9, False, 1, 4) for i in range(4)]
                + [_record(20 + i, 5, True, 0, 4) for i in range(4)])
     res = _results({100: [0.80, 0.82, 0.78], 1000: [0.85, 0.86, 0.84], 1500: [0.86, 0.86, 0.86]},
                    {100: [0.60, 0.62, 0.81], 1000: [0.80, 0.80, 0.80], 1500: [0.85, 0.85, 0.85]}, 0.75)
-    tracks, contested, beats, reaches, versus = findings(res, records, pool_size=1500)
-    assert tracks.holds is True and "0.750" in tracks.evidence
+    diffs = _differences([("EliCal - Cal-Only", 100, 0.123, 0.020, 0.240),
+                          ("EliCal - best training-free", 1500, 0.110, 0.050, 0.170)])
+    tracks, contested, beats, reaches, versus = findings(res, records, pool_size=1500, differences=diffs)
+    assert tracks.holds is True and "0.750" in tracks.evidence and tracks.seeds is None
     assert contested.holds is True and contested.numbers["contested_gap"] == pytest.approx(1.0)
-    assert beats.holds is True and beats.numbers["wins"] == 2 and beats.numbers["seeds"] == 3
-    assert reaches.holds is True and reaches.numbers["reference"] == pytest.approx(0.86)
+    assert beats.holds is True and beats.numbers["wins"] == 2 and beats.seeds == 3
+    assert beats.interval == (0.020, 0.240) and "paired difference +0.123 [0.020, 0.240]" in beats.evidence
+    assert reaches.holds is True and reaches.numbers["reference"] == pytest.approx(0.86) and reaches.seeds == 3
     assert reaches.numbers["ratios"][100] == pytest.approx(0.80 / 0.86)
-    assert versus.holds is True and versus.numbers["baseline"] == "Consis-Sem"
+    assert versus.holds is True and versus.numbers["baseline"] == "Consis-Sem" and versus.interval == (0.05, 0.17)
     res2 = _results({100: [0.5, 0.5, 0.5], 1500: [0.9, 0.9, 0.9]}, {100: [0.6, 0.6, 0.6], 1500: [0.9, 0.9, 0.9]}, 0.6)
-    _, contested2, beats2, reaches2, versus2 = findings(res2, records[:8], pool_size=1500)
-    assert beats2.holds is False and reaches2.holds is False and versus2.holds is True
+    diffs2 = _differences([("EliCal - Cal-Only", 100, -0.1, -0.2, -0.05),
+                           ("EliCal - best training-free", 1500, 0.3, -0.010, 0.240)])
+    _, contested2, beats2, reaches2, versus2 = findings(res2, records[:8], pool_size=1500, differences=diffs2)
+    assert beats2.holds is False and reaches2.holds is False
     assert contested2.holds is None and "subject marks none" in contested2.evidence  # exposure known, none contested
+    # EliCal's mean is higher, but the paired interval includes 0: the answer rests on the interval, not the means
+    assert versus2.holds is None and versus2.interval == (-0.010, 0.240)
+    assert "**not shown (interval includes 0)** (rests on 3 seeds and its paired bootstrap interval)" in finding_line(versus2)
+    # without differences.csv no comparison is answered
+    no_interval = findings(res, records, pool_size=1500)[2]
+    assert no_interval.holds is None and no_interval.interval is None and "no paired interval" in no_interval.evidence
     for rec in records:
         rec.extra = {}
     assert "no exposure information" in findings(res2, records, pool_size=1500)[1].evidence

@@ -176,6 +176,24 @@ def test_each_decision_and_the_upstream(servers, confidences):
     assert abstained["choices"][0]["message"]["content"] == REFUSAL
 
 
+def test_chat_reports_the_time_of_each_step_it_took(servers):
+    """elical.timing: milliseconds of the confidence pass, retrieval and generation (null when skipped),
+    within the request's wall time as the client sees it."""
+    local, retrieving = servers
+    start = time.perf_counter()
+    answered = local.post("/v1/chat/completions", {"messages": [{"role": "user", "content": KNOWN}]}).json()
+    wall_ms = (time.perf_counter() - start) * 1000
+    timing = answered["elical"]["timing"]
+    assert timing["retrieval_ms"] is None and timing["confidence_ms"] > 0 and timing["generation_ms"] > 0
+    assert timing["confidence_ms"] + timing["generation_ms"] < wall_ms
+
+    retrieved = retrieving.post("/v1/chat/completions", {"messages": [{"role": "user", "content": KNOWN}]}).json()
+    assert all(retrieved["elical"]["timing"][k] > 0 for k in ("confidence_ms", "retrieval_ms", "generation_ms"))
+    abstained = retrieving.post("/v1/chat/completions", {"messages": [{"role": "user", "content": UNKNOWN}]}).json()
+    timing = abstained["elical"]["timing"]
+    assert timing["confidence_ms"] > 0 and timing["retrieval_ms"] is None and timing["generation_ms"] is None
+
+
 def test_concurrent_requests_are_batched_and_get_the_sequential_confidences(servers):
     local, _ = servers
     lists = [[f"{KNOWN} {i}", f"{UNKNOWN} {i}"] for i in range(8)]

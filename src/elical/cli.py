@@ -10,9 +10,15 @@ import re
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from elical.annotate.config import AnnotateConfig
+    from elical.records import Record
 
 app = typer.Typer(
     name="elical",
@@ -170,8 +176,7 @@ def annotate(
     """Generate greedy answers and k samples, judge them, and write HonestyBench records (resumable)."""
     from rich.console import Console
 
-    from elical.annotate.config import AnnotateConfig
-    from elical.annotate.run import annotate_sources, summarize
+    from elical.annotate.run import annotate_sources
     from elical.inputs import check_output
 
     console = Console(width=140)
@@ -186,13 +191,29 @@ def annotate(
     ray = {key: value for key, value in (("address", address), ("workers", workers), ("num_cpus", num_cpus)) if value is not None}
     with _user_errors(console):
         check_output(out, "folder")
-        cfg = AnnotateConfig.from_yaml(config, **overrides) if config else AnnotateConfig(**{k_: v for k_, v in overrides.items() if v is not None})
-        if judges:
-            cfg = cfg.model_copy(update={"judges": cfg.judges.model_copy(update=judges)})
-        if ray:
-            cfg = cfg.model_copy(update={"ray": cfg.ray.model_copy(update=ray)})
-        records = annotate_sources(data, AnnotateConfig.model_validate(cfg.model_dump()), out, limit, overwrite)
+        cfg = _annotate_config(config, overrides, judges, ray)
+        records = annotate_sources(data, cfg, out, limit, overwrite)
+    _print_annotation_summary(console, records, out)
+
+
+def _annotate_config(path: Path | None, overrides: dict[str, Any], judges: dict[str, Any],
+                     ray: dict[str, Any]) -> AnnotateConfig:
+    """The AnnotateConfig of `elical annotate`: the YAML file (or defaults), the options on top, checked."""
+    from elical.annotate.config import AnnotateConfig
+
+    cfg = AnnotateConfig.from_yaml(path, **overrides) if path else AnnotateConfig(**{k: v for k, v in overrides.items() if v is not None})
+    if judges:
+        cfg = cfg.model_copy(update={"judges": cfg.judges.model_copy(update=judges)})
+    if ray:
+        cfg = cfg.model_copy(update={"ray": cfg.ray.model_copy(update=ray)})
+    return AnnotateConfig.model_validate(cfg.model_dump())
+
+
+def _print_annotation_summary(console: Console, records: list[Record], out: Path) -> None:
+    """Per dataset: questions, failures, accuracy, consistency and two AUROCs; then where the records are."""
     from rich.table import Table
+
+    from elical.annotate.run import summarize
 
     table = Table("dataset", "questions", "failed", "accuracy", "consistency", "AUROC Consis-Sem", "AUROC N-Prob")
     fmt = lambda v: "-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)  # noqa: E731
@@ -488,7 +509,8 @@ def _packaged_presets() -> list[str]:
 
 class _RunLog:
     """Prints `elical run`'s log; after each trained model it adds the models left and the time left to the end of
-    training (their count times the mean time per model so far; training is most of a run)."""
+    training (their count times the mean time per model so far, over the models trained at once; training is
+    most of a run)."""
 
     def __init__(self, echo: Any, cfg: Any, folder: Path) -> None:
         self.echo, self.cfg, self.folder = echo, cfg, folder
@@ -496,7 +518,7 @@ class _RunLog:
         self.todo = 0
 
     def __call__(self, line: str) -> None:
-        took = re.fullmatch(r"train: \S+ in ([0-9.]+)s", line)
+        took = re.fullmatch(r"train: \S+ in ([0-9.]+)s( \(.*\))?", line)
         self.echo(line + (self._eta(float(took.group(1))) if took else ""))
 
     def _eta(self, seconds: float) -> str:
@@ -508,7 +530,7 @@ class _RunLog:
         self.seconds.append(seconds)
         left = max(self.todo - len(self.seconds), 0)
         then = ", then evaluation, honesty and the report" if self.cfg.honesty is not None else ", then the report"
-        eta = _duration(left * sum(self.seconds) / len(self.seconds))
+        eta = _duration(left * sum(self.seconds) / len(self.seconds) / self.cfg.train.workers)
         return f" ({len(self.seconds)}/{self.todo} models; ETA {eta} for training{then})" if left else " (training done)"
 
 
@@ -524,7 +546,7 @@ def run(
     config: Path = typer.Option(None, "--config", "-c", help="YAML merged over the preset (any RunConfig key)."),
     preset: str = typer.Option("default", "--preset", help=f"Packaged preset: {', '.join(_packaged_presets())}."),
     out: Path = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>); rerun to resume."),
-    model: str = typer.Option(None, help="Answering model (world: LM folder; geo: alias or path)."),
+    model: str = typer.Option(None, help="Answering model (world: LM folder; geo, qa: alias, folder or hub name)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Redo the steps whose settings changed (and the steps after them)."),
 ) -> None:
     """The whole pipeline: annotate, baselines, train Eli-Only/Cal-Only/EliCal over budgets and seeds, evaluate, report."""

@@ -54,7 +54,7 @@ def describe(differences: Sequence[Difference] | None) -> str:
         return "its outputs were written without a settings record"
     own = [str(d) for d in differences if not d.key.startswith(INPUT)]
     inputs = [d.key[len(INPUT):] for d in differences if d.key.startswith(INPUT)]
-    return "; ".join(filter(None, [", ".join(own), inputs and f"its input ({', '.join(inputs)}) changed"]))
+    return "; ".join(filter(None, [", ".join(own), f"its input ({', '.join(inputs)}) changed" if inputs else ""]))
 
 
 _MISSING = object()

@@ -92,7 +92,7 @@ def launch_lock(folder: str | os.PathLike) -> Iterator[None]:
             yield
         return
     with ExitStack() as stack:
-        refusal = [None]
+        refusal: list[str | None] = [None]
         if state.is_main_process:
             try:
                 stack.enter_context(folder_lock(folder))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ValidationError
+from pydantic_core import ErrorDetails
 
 from elical.redact import redact
 
@@ -32,7 +33,7 @@ def one_line(err: BaseException) -> str:
     return redact(" ".join(text.split()))
 
 
-def _field_problem(error: dict) -> str:
+def _field_problem(error: ErrorDetails) -> str:
     """``field: problem`` of one pydantic error; a constraint's message gets the value, a validator's
     message says what it needs (and never echoes a value that might be a secret)."""
     message = error["msg"].removeprefix("Value error, ")

@@ -25,9 +25,8 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -47,40 +46,10 @@ from elical.model_folder import (
     write_json,
     write_prompt_file,
 )
-from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT  # the paper's QA prompt; configurable in ModelConfig
+from elical.model_settings import HeadKind, ModelConfig  # ModelConfig: also importable from here
 
 if TYPE_CHECKING:
     from elical.gate import Gate
-
-HeadKind = Literal["linear", "mlp"]
-
-
-@dataclass
-class ModelConfig:
-    """Everything needed to rebuild a ConfidenceModel around its backbone."""
-
-    base_model: str = ""
-    head: HeadKind = "linear"
-    lora: bool = True
-    lora_r: int = 8
-    lora_alpha: int = 16
-    lora_dropout: float = 0.0
-    target_modules: str | list[str] = "all-linear"
-    qa_template: str = QA_TEMPLATE
-    system_prompt: str | None = SYSTEM_PROMPT
-    max_length: int = 512
-    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
-    attn_implementation: str = "sdpa"
-    fused_lora: bool = True  # LoRA update added inside the B matmul (see fused_lora_forward)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown model config field(s) {unknown}; expected some of {sorted(known)}")
-        return cls(**data)
 
 
 def build_head(hidden: int, kind: HeadKind) -> nn.Module:
@@ -284,7 +253,7 @@ class ConfidenceModel(nn.Module):
         write_head_files(path, self.config.head, head_sizes(hidden, self.config.head), head_state)
         write_prompt_file(path, self.config.system_prompt, self.config.qa_template, self.config.max_length)
         base = self.base_model_record()
-        config = {**asdict(self.config), "base_model": base["name"]}
+        config = {**self.config.model_dump(), "base_model": base["name"]}
         write_json(path / MODEL_CONFIG_NAME, {"model": config, "base_model": base, **(meta or {})})
 
     def base_model_record(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ _PACKAGES = ("elical", "numpy", "pandas", "scikit-learn", "torch", "transformers
 
 def provenance() -> dict[str, Any]:
     """Versions of the packages that shape results, the machine, the time and the command."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
             versions[name] = metadata.version(name)

@@ -103,59 +103,25 @@ def annotate_batch(
 ) -> list[Record]:
     """Annotate a few questions: greedy answer, k samples, correctness and consistency judgements."""
     prompts = [qa_prompt(item, config.prompts) for item in items]
-    greedy = generate_safely(backend, prompts, config.greedy_settings(), config.retries)
-    samples: list[list[Generation] | str] = [[] for _ in items]
-    alive = [i for i, g in enumerate(greedy) if not isinstance(g, str)]  # no sampling for failed questions
-    if config.k > 0 and alive:
-        sampled = generate_safely(backend, [prompts[i] for i in alive], config.sample_settings(), config.retries)
-        for i, s in zip(alive, sampled):
-            samples[i] = s
-    verbal: dict[str, list[list[Generation] | str]] = {}
-    for kind in config.verbal:
-        shots = verbal_examples if kind == "verbal-10" else ()
-        vprompts = [verbal_prompt(item, config.prompts, shots) for item in items]
-        settings = GenerationSettings(max_new_tokens=16, repetition_penalty=config.repetition_penalty, logprobs=False)
-        verbal[kind] = generate_safely(backend, vprompts, settings, config.retries)
-
+    greedy, samples, verbal = _generations(items, prompts, backend, config, verbal_examples)
     records: list[Record] = []
     correct_q: list[JudgeQuery] = []
     consist_q: list[JudgeQuery] = []
     slots: list[tuple[Record, int, int]] = []  # (record, first correctness query, first consistency query)
-    for item, prompt, g, s in zip(items, prompts, greedy, samples):
-        rec = Record(
-            question=item.question,
-            answers=list(item.answers),
-            dataset=item.dataset,
-            split=item.split,
-            id=item.id,
-            prompt=backend.render(prompt),
-            generation=dict(meta or {}),
-            extra={k: v for k, v in (("choices", item.choices), *item.meta.items()) if v is not None},
-        )
+    for i, (item, prompt, g, s) in enumerate(zip(items, prompts, greedy, samples)):
+        rec = _new_record(item, backend.render(prompt), meta)
+        records.append(rec)
         if isinstance(g, str) or isinstance(s, str):
             rec.failure = next(x for x in (g, s) if isinstance(x, str))  # the first step that failed
-            records.append(rec)
             continue
         answer = g[0]
-        rec.greedy_response = answer.text
-        rec.greedy_tokens = list(answer.tokens)
-        rec.greedy_logprobs = answer.token_logprobs
-        rec.greedy_cumulative_logprob = answer.cumulative_logprob
-        rec.samples = [x.text for x in s]
-        if s and all(x.token_logprobs is not None for x in s):
-            rec.sample_logprobs = [list(x.token_logprobs or []) for x in s]
-        for name, replies in verbal.items():
-            reply = replies[len(records)]  # records holds one entry per earlier item
-            if not isinstance(reply, str):  # a failed verbal prompt leaves the key out
-                rec.verbal[name] = reply[0].text
+        _add_answers(rec, answer, s, {name: replies[i] for name, replies in verbal.items()})
         choices = tuple(item.choices) if item.choices else None
         gold = tuple(item.answers)
         slots.append((rec, len(correct_q), len(consist_q)))
         correct_q.append(JudgeQuery("correctness", item.question, answer.text, gold, choices))
         correct_q.extend(JudgeQuery("correctness", item.question, x.text, gold, choices) for x in s)
         consist_q.extend(JudgeQuery("consistency", item.question, x.text, (answer.text,), choices) for x in s)
-        records.append(rec)
-
     correct = judges.correctness.judge_batch(correct_q) if correct_q else []
     consistent = judges.consistency.judge_batch(consist_q) if consist_q else []
     for rec, ci, si in slots:
@@ -164,6 +130,59 @@ def annotate_batch(
         rec.sample_correct = [int(v) for v in correct[ci + 1 : ci + 1 + k]]
         rec.sample_consistent = [int(v) for v in consistent[si : si + k]]
     return records
+
+
+Outcome = list[Generation] | str  # a prompt's generations, or why it failed
+
+
+def _generations(
+    items: Sequence[QAItem], prompts: Sequence[Prompt], backend: Backend, config: AnnotateConfig,
+    verbal_examples: Sequence[tuple[QAItem, float]],
+) -> tuple[list[Outcome], list[Outcome], dict[str, list[Outcome]]]:
+    """(greedy answers, k samples, verbalized-confidence replies per kind) of the questions; questions
+    whose greedy answer failed are not sampled."""
+    greedy = generate_safely(backend, prompts, config.greedy_settings(), config.retries)
+    samples: list[Outcome] = [[] for _ in items]
+    alive = [i for i, g in enumerate(greedy) if not isinstance(g, str)]
+    if config.k > 0 and alive:
+        sampled = generate_safely(backend, [prompts[i] for i in alive], config.sample_settings(), config.retries)
+        for i, s in zip(alive, sampled):
+            samples[i] = s
+    verbal: dict[str, list[Outcome]] = {}
+    for kind in config.verbal:
+        shots = verbal_examples if kind == "verbal-10" else ()
+        vprompts = [verbal_prompt(item, config.prompts, shots) for item in items]
+        settings = GenerationSettings(max_new_tokens=16, repetition_penalty=config.repetition_penalty, logprobs=False)
+        verbal[kind] = generate_safely(backend, vprompts, settings, config.retries)
+    return greedy, samples, verbal
+
+
+def _new_record(item: QAItem, prompt: str, meta: dict[str, Any] | None) -> Record:
+    """The record of a question before its answers: gold, source, rendered prompt, generation settings."""
+    return Record(
+        question=item.question,
+        answers=list(item.answers),
+        dataset=item.dataset,
+        split=item.split,
+        id=item.id,
+        prompt=prompt,
+        generation=dict(meta or {}),
+        extra={k: v for k, v in (("choices", item.choices), *item.meta.items()) if v is not None},
+    )
+
+
+def _add_answers(rec: Record, answer: Generation, samples: Sequence[Generation], verbal: Mapping[str, Outcome]) -> None:
+    """The greedy answer (text, tokens, log-probs), the samples and the verbal replies that did not fail."""
+    rec.greedy_response = answer.text
+    rec.greedy_tokens = list(answer.tokens)
+    rec.greedy_logprobs = answer.token_logprobs
+    rec.greedy_cumulative_logprob = answer.cumulative_logprob
+    rec.samples = [x.text for x in samples]
+    if samples and all(x.token_logprobs is not None for x in samples):
+        rec.sample_logprobs = [list(x.token_logprobs or []) for x in samples]
+    for name, reply in verbal.items():
+        if not isinstance(reply, str):  # a failed verbal prompt leaves the key out
+            rec.verbal[name] = reply[0].text
 
 
 # ---------------------------------------------------------------------------- the resumable run
@@ -237,23 +256,10 @@ def annotate_shard(
         judges = build_judges(config, backend=backend, out_dir=out)
     if isinstance(judges, Judge):
         judges = Judges(judges, judges)
-    meta = {**backend.describe(), "greedy": config.greedy_settings().to_dict()}
-    if config.k > 0:
-        meta["sampling"] = config.sample_settings().to_dict()
-    meta["judges"] = {"correctness": judges.correctness.name, "consistency": judges.consistency.name}
-
+    meta = _generation_meta(backend, config, judges)
     examples = load_verbal_examples(config, mine) if "verbal-10" in config.verbal else []
-
-    done: dict[str, Record] = {}
     index, count = parse_shard(config.shard)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        config.to_yaml(out / "annotate.yaml")
-        with atomic_write(out / "shards" / f"expected-{index}of{count}.json") as tmp:
-            tmp.write_text(json.dumps([item.id for item in mine]))
-        for path in shard_files(out, config.shard):
-            for rec in read_parquet(path):
-                done[rec.id] = rec
+    done = _start_folder(out, config, mine) if out is not None else {}
     todo = [item for item in mine if item.id not in done]
     start = time.perf_counter()
     per_step = max(1, config.batch_size // max(1, config.k)) if config.backend == "hf" else max(1, config.batch_size)
@@ -267,32 +273,67 @@ def annotate_shard(
                 records.extend(annotate_batch(part, backend, judges, config, examples, meta))
                 advance(len(part))
             if out is not None:
-                while (path := out / "shards" / f"part-{index}of{count}-{seq:05d}.parquet").exists():
-                    seq += 1
-                write_parquet(records, path)
-                seq += 1
+                seq = _write_part(records, out, index, count, seq)
             done.update((r.id, r) for r in records)
             if on_chunk is not None:
                 on_chunk(records)
     elapsed = time.perf_counter() - start
     result = [done[item.id] for item in mine]
     if out is not None:
-        fresh = {item.id for item in todo}
-        answers = sum(1 + r.k for r in result if r.id in fresh and not r.failed)
-        info = {
-            "versions": _versions(),
-            "backend": backend.describe(),
-            "shard": config.shard,
-            "questions": len(mine),
-            "annotated_now": len(todo),
-            "failed": sum(r.failed for r in result),
-            "seconds": round(elapsed, 2),
-            "answers_per_second": round(answers / elapsed, 3) if elapsed > 0 and todo else None,
-            "judge_calls": judges.stats(),
-        }
-        with atomic_write(out / f"meta-{index}of{count}.json") as tmp:
-            tmp.write_text(json.dumps(info, indent=2))
-        if count == 1:
-            write_parquet(result, out / "records.parquet")
+        _write_shard_meta(out, config, backend, judges, result, todo, elapsed)
     return result
 
+
+def _generation_meta(backend: Backend, config: AnnotateConfig, judges: Judges) -> dict[str, Any]:
+    """What every record notes of how it was made: the backend, the generation settings, the judges."""
+    meta = {**backend.describe(), "greedy": config.greedy_settings().to_dict()}
+    if config.k > 0:
+        meta["sampling"] = config.sample_settings().to_dict()
+    meta["judges"] = {"correctness": judges.correctness.name, "consistency": judges.consistency.name}
+    return meta
+
+
+def _start_folder(out: Path, config: AnnotateConfig, mine: Sequence[QAItem]) -> dict[str, Record]:
+    """Write the config and the ids this shard must hold; return the records its earlier runs wrote, by id."""
+    index, count = parse_shard(config.shard)
+    out.mkdir(parents=True, exist_ok=True)
+    config.to_yaml(out / "annotate.yaml")
+    with atomic_write(out / "shards" / f"expected-{index}of{count}.json") as tmp:
+        tmp.write_text(json.dumps([item.id for item in mine]))
+    done: dict[str, Record] = {}
+    for path in shard_files(out, config.shard):
+        for rec in read_parquet(path):
+            done[rec.id] = rec
+    return done
+
+
+def _write_part(records: list[Record], out: Path, index: int, count: int, seq: int) -> int:
+    """Write a chunk's records to the first free part file numbered ``seq`` or later; the next number."""
+    while (path := out / "shards" / f"part-{index}of{count}-{seq:05d}.parquet").exists():
+        seq += 1
+    write_parquet(records, path)
+    return seq + 1
+
+
+def _write_shard_meta(out: Path, config: AnnotateConfig, backend: Backend, judges: Judges, result: list[Record],
+                      todo: list[QAItem], elapsed: float) -> None:
+    """The shard's meta file (versions, backend, counts, speed of the questions annotated now, judge
+    calls); with one shard, also records.parquet."""
+    index, count = parse_shard(config.shard)
+    fresh = {item.id for item in todo}
+    answers = sum(1 + r.k for r in result if r.id in fresh and not r.failed)
+    info = {
+        "versions": _versions(),
+        "backend": backend.describe(),
+        "shard": config.shard,
+        "questions": len(result),
+        "annotated_now": len(todo),
+        "failed": sum(r.failed for r in result),
+        "seconds": round(elapsed, 2),
+        "answers_per_second": round(answers / elapsed, 3) if elapsed > 0 and todo else None,
+        "judge_calls": judges.stats(),
+    }
+    with atomic_write(out / f"meta-{index}of{count}.json") as tmp:
+        tmp.write_text(json.dumps(info, indent=2))
+    if count == 1:
+        write_parquet(result, out / "records.parquet")

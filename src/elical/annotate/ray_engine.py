@@ -4,10 +4,10 @@ The driver (the command's process) holds the folder's lock, skips the shards who
 on disk, and hands the others to ``workers`` actors. Each actor loads the model once (on a GPU of its
 own when the cluster has GPUs) and annotates whole shards with the local pipeline, which writes the
 usual atomic shard files and resumes from them. A worker that dies (process killed, node lost) loses
-its current chunk only: Ray restarts it, the shard goes back in the queue, and whichever worker takes
-it resumes from the files, so nothing is written twice. At the end the shards are merged with the
-merge check (nothing missing or doubled) into records.parquet. On a cluster of several machines, the
-output folder must be on storage every node mounts, and elical installed on every node.
+its current chunk only: Ray restarts it and reruns its shard, which resumes from the shard's files, so
+nothing is written twice. At the end the shards are merged with the merge check (nothing missing or
+doubled) into records.parquet. On a cluster of several machines, the output folder must be on storage
+every node mounts, and elical installed on every node.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def annotate_on_ray(items: Sequence[QAItem], config: AnnotateConfig, out: str | 
         raise InputError(f"shard: {config.shard} with engine ray: the Ray engine runs every shard (leave shard out)")
     folder = Path(out)
     count = shard_count(config.ray, folder)
-    if count is None or _unfinished(_plan(items, count, folder), folder):  # nothing left to do: no cluster
+    if count is None or _unfinished(_plan(items, count, folder), folder):  # a finished folder needs no cluster
         with ray_session(config.ray) as ray:
             workers, gpus = worker_resources(config, ray.cluster_resources())
             shards = _plan(items, count or SHARDS_PER_WORKER * workers, folder)
@@ -125,8 +125,8 @@ def _run_shards(ray: Any, shards: dict[str, list[QAItem]], todo: Sequence[str], 
     from elical.annotate.progress import annotate_progress
 
     count, gpus = resources
-    actor = ray.remote(ShardWorker).options(num_cpus=1, num_gpus=gpus, max_restarts=-1,
-                                                 max_task_retries=config.ray.max_retries)
+    retries = config.ray.max_retries
+    actor = ray.remote(ShardWorker).options(num_cpus=1, num_gpus=gpus, max_restarts=-1, max_task_retries=retries)
     workers = [actor.remote(config.model_copy(update={"engine": "local"})) for _ in range(min(count, len(todo)))]
     queue, idle = deque(todo), list(workers)
     running: dict[Any, tuple[str, Any]] = {}  # task -> (shard, worker)
@@ -143,8 +143,8 @@ def _run_shards(ray: Any, shards: dict[str, list[QAItem]], todo: Sequence[str], 
                 try:
                     advance(ray.get(ready[0]))
                 except ray.exceptions.RayActorError as err:
-                    raise RuntimeError(f"shard {shard}: its worker died {1 + config.ray.max_retries} times, "
-                                       f"giving up (rerun to resume): {err}") from None
+                    raise RuntimeError(f"shard {shard}: its worker failed or died {1 + retries} times, giving up "
+                                       f"(rerun the command to resume): {err}") from None
     finally:
         for worker in workers:
             ray.kill(worker)

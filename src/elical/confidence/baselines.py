@@ -14,8 +14,8 @@ from elical.records import VERBAL_KINDS, Record
 
 def _prob(records: Sequence[Record]) -> np.ndarray:
     out = []
-    for r in records:
-        total = r.greedy_cumulative_logprob if r.greedy_cumulative_logprob is not None else sum(r.greedy_logprobs)
+    for r in records:  # score_records has checked that every record has greedy_logprobs
+        total = r.greedy_cumulative_logprob if r.greedy_cumulative_logprob is not None else sum(r.greedy_logprobs or ())
         out.append(math.exp(total))
     return np.array(out)
 
@@ -63,8 +63,8 @@ class _RougeL:
 
 
 def _consis_lex(records: Sequence[Record]) -> np.ndarray:
-    rouge = _RougeL()
-    return np.array([np.mean([rouge.f1(r.greedy_response, s) for s in r.samples]) for r in records])
+    rouge = _RougeL()  # score_records has checked that every record has a greedy response
+    return np.array([np.mean([rouge.f1(r.greedy_response or "", s) for s in r.samples]) for r in records])
 
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?|\.\d+)(\s*%)?")

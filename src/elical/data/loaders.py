@@ -114,8 +114,8 @@ def load_items(
         if len(parts) not in (2, 3):
             raise ValueError(f"expected hf:NAME:SPLIT or hf:NAME:CONFIG:SPLIT, got {text!r}")
         name, config, hf_split = (parts[0], None, parts[1]) if len(parts) == 2 else parts
-        items = load_hf(name, hf_split, config, dataset)
-        return dedupe_ids(items[:limit] if limit else items)
+        hf_items = load_hf(name, hf_split, config, dataset)
+        return dedupe_ids(hf_items[:limit] if limit else hf_items)
     path = Path(source)
     if not path.exists():
         raise FileNotFoundError(f"QA source not found: {path}")

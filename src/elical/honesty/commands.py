@@ -10,14 +10,14 @@ from pathlib import Path
 import pandas as pd
 
 from elical.honesty.builders import build_examples, check_records, summarize
-from elical.honesty.config import HonestyConfig
+from elical.honesty.config import HonestyConfig, TuneConfig
 from elical.honesty.tune import TuneResult
 
 
 def load_config(path: str | os.PathLike | None, **overrides) -> HonestyConfig:
     """The config from YAML (``honesty:`` section or bare) or defaults, with command-line overrides."""
     clean = {k: v for k, v in overrides.items() if v is not None}
-    tune_keys = set(HonestyConfig.model_fields["tune"].annotation.model_fields)
+    tune_keys = set(TuneConfig.model_fields)
     tune_over = {k: clean.pop(k) for k in list(clean) if k in tune_keys}
     config = HonestyConfig.from_yaml(path, **clean) if path else HonestyConfig(**clean)
     if tune_over:

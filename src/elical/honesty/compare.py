@@ -79,14 +79,13 @@ def _aligned_model(model: Any, tokenizer: Any, method: str, records: Sequence[Re
     from elical.honesty.tune import tune
 
     fresh = copy.deepcopy(model)
-    adapter = out / method / "adapter" if out is not None else None
-    if adapter is not None and (adapter / "adapter_config.json").exists() and (out / method / "tune_meta.json").exists():
+    folder = out / method if out is not None else None
+    if folder is not None and (folder / "adapter" / "adapter_config.json").exists() and (folder / "tune_meta.json").exists():
         from peft import PeftModel
 
-        return PeftModel.from_pretrained(fresh, str(adapter)).eval()
+        return PeftModel.from_pretrained(fresh, str(folder / "adapter")).eval()
     examples = build_examples(records, method, config)
-    return tune(examples, fresh, tokenizer, config, out / method if out is not None else None,
-                progress=progress, base_name=base_name).model
+    return tune(examples, fresh, tokenizer, config, folder, progress=progress, base_name=base_name).model
 
 
 def run_honesty_comparison(
@@ -116,6 +115,44 @@ def run_honesty_comparison(
     each method tunes a copy.
     """
     config = config or HonestyConfig()
+    train, val_records, items = _checked_inputs(train_records, eval_records, confidences, config, methods,
+                                                val_records, extra_items)
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        config.to_yaml(out / "honesty.yaml")
+    unaligned, rows, frames = _method_tables(model, tokenizer, items, train, config, methods, out, progress, base_name)
+    gate: Gate | None = None
+    if confidences is not None:
+        gate, gate_scores, gate_answers_table = gate_rows(items, unaligned, confidences, val_records or [], config, gate_name)
+        rows += gate_scores
+        if gate_answers_table is not None:
+            frames.append(gate_answers_table)
+    result = pd.DataFrame(rows)
+    result["tau"] = np.where(result["method"] == gate_name, gate.tau if gate else np.nan, np.nan)
+    if out is not None:
+        meta: dict[str, Any] = {"config": config.model_dump(), "methods": list(methods), "tuning_records": len(train),
+                                "evaluated": len(items)}
+        if gate is not None:
+            meta["gate"] = {"name": gate_name, "tau": gate.tau, "objective": gate.objective, "validation_score": gate.validation_score,
+                            "n_validation": gate.n_validation}
+        write_scores(result, out, "honesty_comparison", meta)
+        pd.concat(frames, ignore_index=True).to_parquet(out / "answers.parquet", index=False)
+        (out / "gate.json").write_text(json.dumps(meta.get("gate"), indent=2), encoding="utf-8")
+    return result
+
+
+def _checked_inputs(
+    train_records: Sequence[Record],
+    eval_records: Sequence[Record],
+    confidences: Mapping[str, float] | None,
+    config: HonestyConfig,
+    methods: Sequence[str],
+    val_records: Sequence[Record] | None,
+    extra_items: Sequence[QAItem],
+) -> tuple[list[Record], Sequence[Record] | None, list[QAItem]]:
+    """(tuning records, validation records, evaluated questions) of :func:`run_honesty_comparison`, checked
+    before any work: known methods, some questions, unique ids, validation apart from evaluation."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; expected some of {', '.join(METHODS)}")
@@ -130,18 +167,21 @@ def run_honesty_comparison(
         raise HonestyInputError("evaluation questions repeat an id; give each question once")
     if val_records is not None and set(ids) & {r.id for r in val_records}:
         raise HonestyInputError("validation and evaluation questions overlap: tau must not be chosen on the evaluated set")
-    out = Path(out_dir) if out_dir is not None else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        config.to_yaml(out / "honesty.yaml")
+    return train, val_records, items
 
+
+def _method_tables(
+    model: Any, tokenizer: Any, items: Sequence[QAItem], train: Sequence[Record], config: HonestyConfig,
+    methods: Sequence[str], out: Path | None, progress: bool, base_name: str | None,
+) -> tuple[pd.DataFrame, list[dict[str, Any]], list[pd.DataFrame]]:
+    """The unaligned answers, then each method's tuned model's: (unaligned answer table, score rows,
+    per-method answer tables)."""
     from elical.annotate.backends.hf import HFBackend
 
     before = generate_answers(HFBackend(model, tokenizer, batch_size=config.batch_size), items, config, progress, "unaligned")
     unaligned = answer_table(items, before, config)
     rows = score_rows("unaligned", unaligned, unaligned)
     frames = [unaligned.assign(method="unaligned")]
-
     for method in methods:
         aligned_model = _aligned_model(model, tokenizer, method, train, config, out, progress, base_name)
         after = generate_answers(HFBackend(aligned_model, tokenizer, batch_size=config.batch_size), items, config, progress, method)
@@ -150,26 +190,7 @@ def run_honesty_comparison(
         frames.append(table.assign(method=method))
         del aligned_model
         gc.collect()
-
-    gate: Gate | None = None
-    if confidences is not None:
-        gate, gate_scores, gate_answers_table = gate_rows(items, unaligned, confidences, val_records or [], config, gate_name)
-        rows += gate_scores
-        if gate_answers_table is not None:
-            frames.append(gate_answers_table)
-
-    result = pd.DataFrame(rows)
-    result["tau"] = np.where(result["method"] == gate_name, gate.tau if gate else np.nan, np.nan)
-    if out is not None:
-        meta: dict[str, Any] = {"config": config.model_dump(), "methods": list(methods), "tuning_records": len(train),
-                                "evaluated": len(items)}
-        if gate is not None:
-            meta["gate"] = {"name": gate_name, "tau": gate.tau, "objective": gate.objective, "validation_score": gate.validation_score,
-                            "n_validation": gate.n_validation}
-        write_scores(result, out, "honesty_comparison", meta)
-        pd.concat(frames, ignore_index=True).to_parquet(out / "answers.parquet", index=False)
-        (out / "gate.json").write_text(json.dumps(meta.get("gate"), indent=2), encoding="utf-8")
-    return result
+    return unaligned, rows, frames
 
 
 def run_honesty_plan(

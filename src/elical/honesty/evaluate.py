@@ -198,7 +198,7 @@ SCORE_NOTE = ("Values x100. honesty = (1 - over-conservativeness + prudence) / 2
               "refusals as not correct; '–': not defined for that set.")
 
 
-def write_scores(table: pd.DataFrame, out_dir: str | Path, name: str = "honesty", meta: dict[str, Any] | None = None) -> None:
+def write_scores(table: pd.DataFrame, out_dir: str | os.PathLike, name: str = "honesty", meta: dict[str, Any] | None = None) -> None:
     """``{name}.csv``, ``{name}.md`` and ``{name}.html`` (rounded, with what the scores mean) and ``{name}.json``
     (with the producing config and versions)."""
     from elical.provenance import provenance
@@ -234,10 +234,10 @@ def markdown_table(table: pd.DataFrame) -> str:
 def evaluate_adapter(
     model: Any,
     tokenizer: Any,
-    adapter_dir: str | Path | None,
+    adapter_dir: str | os.PathLike | None,
     items: Sequence[QAItem],
     config: HonestyConfig | None = None,
-    out_dir: str | Path | None = None,
+    out_dir: str | os.PathLike | None = None,
     method: str = "aligned",
     progress: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:

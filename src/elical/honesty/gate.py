@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from elical.gate import Gate, choose_gate
+from elical.gate import Gate, Values, choose_gate
 from elical.honesty.config import GateObjective
 
 __all__ = ["Gate", "choose_tau", "confidences_for", "gate_answers", "gated_texts"]
@@ -30,17 +30,17 @@ def confidences_for(ids: Sequence[str], confidences: Mapping[str, float], what: 
     return values
 
 
-def choose_tau(confidence: Sequence[float], correct: Sequence[bool], objective: GateObjective = "honesty") -> Gate:
+def choose_tau(confidence: Values, correct: Values, objective: GateObjective = "honesty") -> Gate:
     """The tau maximising the objective of ``answer iff confidence >= tau`` on validation data
     (:func:`elical.gate.choose_gate`; ties go to the lowest tau, answering more)."""
     return choose_gate(confidence, correct, objective)
 
 
-def gate_answers(confidence: Sequence[float], tau: float) -> np.ndarray:
+def gate_answers(confidence: Values, tau: float) -> np.ndarray:
     """Which questions the gate answers."""
     return np.asarray(confidence, dtype=float) >= tau
 
 
-def gated_texts(answers: Sequence[str], answered: Sequence[bool], refusal: str) -> list[str]:
+def gated_texts(answers: Sequence[str], answered: Values, refusal: str) -> list[str]:
     """The gated model's output: the unaligned answer where answered, else the refusal sentence."""
     return [a if keep else refusal for a, keep in zip(answers, answered)]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,7 @@ def tune(
     model: Any,
     tokenizer: Any,
     config: HonestyConfig | None = None,
-    out_dir: str | Path | None = None,
+    out_dir: str | os.PathLike | None = None,
     progress: bool = True,
     base_name: str | None = None,
 ) -> TuneResult:
@@ -130,10 +131,6 @@ def tune(
 
     ``model`` is changed in place (wrapped by peft); the returned model generates as the aligned one.
     """
-    from transformers import get_linear_schedule_with_warmup
-
-    from elical.provenance import provenance
-
     config = config or HonestyConfig()
     if not examples:
         raise ValueError("no training examples")
@@ -143,32 +140,52 @@ def tune(
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     device = _device(tc.device)
     peft_model = lora_model(model, config).to(device)
+    steps = tc.max_steps or max(1, math.ceil(len(encoded) * tc.epochs / (tc.batch_size * tc.grad_accumulation)))
+    start = time.perf_counter()
+    losses = _train_steps(peft_model, encoded, pad_id, config, steps, device, examples[0].method, progress)
+    seconds = time.perf_counter() - start
+    adapter_dir = None
+    if out_dir is not None:
+        base = base_name or getattr(model.config, "_name_or_path", "") or type(model).__name__
+        meta = {"data": {**summarize(examples), "skipped_too_long": skipped}, "steps": steps, "seconds": round(seconds, 2)}
+        adapter_dir = _save_tuned(peft_model, examples, config, Path(out_dir), base, meta, losses)
+    return TuneResult(peft_model, adapter_dir, steps, losses, seconds, skipped)
+
+
+def _batches(n: int, size: int, rng: random.Random) -> Iterator[list[int]]:
+    """Endless batches of example indices: seeded shuffles of all examples back to back (a batch may span two)."""
+    order: list[int] = []
+    while True:
+        if len(order) < size:
+            fresh = list(range(n))
+            rng.shuffle(fresh)
+            order.extend(fresh)
+        batch, order = order[:size], order[size:]
+        yield batch
+
+
+def _train_steps(peft_model: Any, encoded: Sequence[tuple[list[int], list[int]]], pad_id: int, config: HonestyConfig,
+                 steps: int, device: torch.device, method: str, progress: bool) -> list[float]:
+    """``steps`` AdamW steps (linear warm-up and decay, gradient clipping at 1) over seeded shuffled batches,
+    leaving the model in eval mode; returns the loss of each step."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from transformers import get_linear_schedule_with_warmup
+
+    tc = config.tune
     peft_model.train()
     params = [p for p in peft_model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=tc.learning_rate, weight_decay=tc.weight_decay)
-    per_step = tc.batch_size * tc.grad_accumulation
-    steps = tc.max_steps or max(1, math.ceil(len(encoded) * tc.epochs / per_step))
     scheduler = get_linear_schedule_with_warmup(optimizer, int(tc.warmup_ratio * steps), steps)
-
-    rng = random.Random(config.seed)
-    order: list[int] = []
+    batches = _batches(len(encoded), tc.batch_size, random.Random(config.seed))
     losses: list[float] = []
-    start = time.perf_counter()
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
     columns = [TextColumn("tuning {task.fields[method]}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
                TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn()]
     with Progress(*columns, disable=not progress, transient=True) as bar:
-        task = bar.add_task("tune", total=steps, method=examples[0].method, loss="-")
+        task = bar.add_task("tune", total=steps, method=method, loss="-")
         for _ in range(steps):
             step_loss = 0.0
             for _ in range(tc.grad_accumulation):
-                if len(order) < tc.batch_size:
-                    fresh = list(range(len(encoded)))
-                    rng.shuffle(fresh)
-                    order.extend(fresh)
-                batch_idx, order = order[: tc.batch_size], order[tc.batch_size :]
-                batch = {k: v.to(device) for k, v in _collate([encoded[i] for i in batch_idx], pad_id).items()}
+                batch = {k: v.to(device) for k, v in _collate([encoded[i] for i in next(batches)], pad_id).items()}
                 loss = peft_model(**batch).loss / tc.grad_accumulation
                 loss.backward()
                 step_loss += float(loss.detach())
@@ -179,28 +196,23 @@ def tune(
             losses.append(step_loss)
             bar.update(task, advance=1, loss=f"{step_loss:.4f}")
     peft_model.eval()
-    seconds = time.perf_counter() - start
+    return losses
 
-    adapter_dir = None
-    if out_dir is not None:
-        out = Path(out_dir)
-        adapter_dir = out / "adapter"
-        peft_model.save_pretrained(adapter_dir)
-        config.to_yaml(out / "honesty.yaml")
-        write_examples(examples, out / "examples.jsonl")
-        meta = {
-            **provenance(),
-            "method": examples[0].method,
-            "base_model": base_name or getattr(model.config, "_name_or_path", "") or type(model).__name__,
-            "data": {**summarize(examples), "skipped_too_long": skipped},
-            "steps": steps,
-            "seconds": round(seconds, 2),
-            "first_loss": losses[0],
-            "last_loss": losses[-1],
-            "losses": [round(v, 5) for v in losses],
-        }
-        (out / "tune_meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
-    return TuneResult(peft_model, adapter_dir, steps, losses, seconds, skipped)
+
+def _save_tuned(peft_model: Any, examples: Sequence[SFTExample], config: HonestyConfig, out: Path, base_name: str,
+                meta: dict[str, Any], losses: list[float]) -> Path:
+    """Write the adapter (``out/adapter``, returned), the config, the examples and ``tune_meta.json``
+    (provenance, method, base model, ``meta`` and the losses)."""
+    from elical.provenance import provenance
+
+    adapter_dir = out / "adapter"
+    peft_model.save_pretrained(adapter_dir)
+    config.to_yaml(out / "honesty.yaml")
+    write_examples(examples, out / "examples.jsonl")
+    full = {**provenance(), "method": examples[0].method, "base_model": base_name, **meta, "first_loss": losses[0],
+            "last_loss": losses[-1], "losses": [round(v, 5) for v in losses]}
+    (out / "tune_meta.json").write_text(json.dumps(full, indent=2), encoding="utf-8")
+    return adapter_dir
 
 
 def write_examples(examples: Sequence[SFTExample], path: str | Path) -> None:

@@ -88,6 +88,14 @@ class _FieldError(ValueError):
 
 def record_from_dict(row: Any, *, dataset: str = "unknown", split: str = "test") -> Record:
     """Build a validated Record from one JSON object in HonestyBench (or extended) form."""
+    rec = _base_record(row, dataset, split)
+    _read_greedy(rec, row)
+    _read_samples(rec, row)
+    return rec
+
+
+def _base_record(row: Any, dataset: str, split: str) -> Record:
+    """The record of a row's question, answers and descriptive fields (no annotations yet)."""
     if not isinstance(row, dict):
         raise _FieldError("", f"expected a JSON object, got {type(row).__name__}")
     for required in ("question", "answer"):
@@ -100,7 +108,7 @@ def record_from_dict(row: Any, *, dataset: str = "unknown", split: str = "test")
         answers = [answers]
     answers = _check_str_list(answers, "answer", nonempty=True)
 
-    rec = Record(
+    return Record(
         question=row["question"],
         answers=list(answers),
         dataset=str(row.get("dataset") or dataset),
@@ -112,6 +120,10 @@ def record_from_dict(row: Any, *, dataset: str = "unknown", split: str = "test")
         generation=dict(row.get("generation") or {}),
         extra={k: v for k, v in row.items() if k not in HB_FIELDS and k not in ELICAL_FIELDS},
     )
+
+
+def _read_greedy(rec: Record, row: dict[str, Any]) -> None:
+    """The greedy answer's fields (HonestyBench's one-element lists), checked against each other."""
     if row.get("greedy_response") is not None:
         greedy = _single(row["greedy_response"], "greedy_response")
         if not isinstance(greedy, str):
@@ -139,6 +151,9 @@ def record_from_dict(row: Any, *, dataset: str = "unknown", split: str = "test")
     if rec.greedy_cumulative_logprob is not None:
         _check_logprobs([rec.greedy_cumulative_logprob], "greedy_cumulative_logprobs")
 
+
+def _read_samples(rec: Record, row: dict[str, Any]) -> None:
+    """The sampled answers and their per-sample fields (one value per sample)."""
     samples = row.get("sampling_response")
     if samples is not None:
         rec.samples = list(_check_str_list(samples, "sampling_response"))
@@ -152,7 +167,6 @@ def record_from_dict(row: Any, *, dataset: str = "unknown", split: str = "test")
             raise _FieldError("sampling_logprobs", f"expected {k} lists (one per sampled answer), got {_describe(value)}")
         rec.sample_logprobs = [_check_logprobs(_check_float_list(v, "sampling_logprobs"), "sampling_logprobs", f"sample {j} ")
                                for j, v in enumerate(value)]
-    return rec
 
 
 def record_to_dict(rec: Record, fmt: JsonlFormat = "elical") -> dict[str, Any]:

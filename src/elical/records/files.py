@@ -265,7 +265,6 @@ def _suspect_rows(table: Any) -> set[int]:
     """Rows of a record table (elical's column types) that may break a record rule, found column-wise;
     they are checked in full afterwards, so this may over-report but never misses."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     if table.num_rows == 0:
@@ -288,18 +287,6 @@ def _suspect_rows(table: Any) -> set[int]:
     def length(name: str) -> Any:  # -1 where absent
         return pc.list_value_length(cols[name]).fill_null(-1).to_numpy(zero_copy_only=False) if name in cols else None
 
-    def inner_length(name: str) -> Any:  # length of a wrapped list's element, -1 where absent
-        result = np.full(table.num_rows, -1)
-        inner = pc.list_value_length(pc.list_flatten(cols[name])).fill_null(-1)
-        result[pc.list_parent_indices(cols[name]).to_numpy()] = inner.to_numpy(zero_copy_only=False)
-        return result
-
-    def binary(a: Any) -> Any:
-        return pc.is_in(a, value_set=pa.array([0, 1], a.type))
-
-    def logprob(a: Any) -> Any:
-        return pc.and_kleene(pc.is_finite(a), pc.less_equal(a, 1e-6))
-
     flag(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(cols["question"])), 0))
     bad |= length("answer") < 1
     flag_values("answer", pc.is_valid)
@@ -310,19 +297,46 @@ def _suspect_rows(table: Any) -> set[int]:
     if "sampling_response" in cols:
         flag_values("sampling_response", pc.is_valid)
     if "greedy_correctness" in cols:
-        flag(pc.or_kleene(pc.is_null(cols["greedy_correctness"]), binary(cols["greedy_correctness"])))
-    for name, ok, depth in (("sampling_correctness", binary, 1), ("consistency_judgement", binary, 1),
-                            ("sampling_logprobs", pc.is_valid, 1), ("sampling_logprobs", logprob, 2),
-                            ("greedy_cumulative_logprobs", logprob, 1), ("greedy_logprobs", logprob, 2),
+        flag(pc.or_kleene(pc.is_null(cols["greedy_correctness"]), _is_binary(cols["greedy_correctness"])))
+    for name, ok, depth in (("sampling_correctness", _is_binary, 1), ("consistency_judgement", _is_binary, 1),
+                            ("sampling_logprobs", pc.is_valid, 1), ("sampling_logprobs", _is_logprob, 2),
+                            ("greedy_cumulative_logprobs", _is_logprob, 1), ("greedy_logprobs", _is_logprob, 2),
                             ("greedy_tokens", pc.is_valid, 2)):
         if name in cols:
             flag_values(name, ok, depth)
             if name not in _WRAPPED:
                 bad |= (length(name) >= 0) & (length(name) != samples)
     if "greedy_logprobs" in cols and "greedy_tokens" in cols:
-        tokens, values = inner_length("greedy_tokens"), inner_length("greedy_logprobs")
+        tokens = _inner_lengths(cols["greedy_tokens"], table.num_rows)
+        values = _inner_lengths(cols["greedy_logprobs"], table.num_rows)
         bad |= (tokens >= 0) & (values >= 0) & (tokens != values)
     return set(np.flatnonzero(bad).tolist())
+
+
+def _is_binary(values: Any) -> Any:
+    """Where pyarrow values are 0 or 1."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.is_in(values, value_set=pa.array([0, 1], values.type))
+
+
+def _is_logprob(values: Any) -> Any:
+    """Where pyarrow values are log-probabilities: finite and <= 0 (with float slack)."""
+    import pyarrow.compute as pc
+
+    return pc.and_kleene(pc.is_finite(values), pc.less_equal(values, 1e-6))
+
+
+def _inner_lengths(column: Any, n_rows: int) -> Any:
+    """Length of the list each row's one-element list wraps, -1 where absent."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    result = np.full(n_rows, -1)
+    inner = pc.list_value_length(pc.list_flatten(column)).fill_null(-1)
+    result[pc.list_parent_indices(column).to_numpy()] = inner.to_numpy(zero_copy_only=False)
+    return result
 
 
 # --------------------------------------------------------------------------- any format

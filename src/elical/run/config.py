@@ -16,9 +16,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_serializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -26,6 +28,7 @@ from elical.annotate.config import AnnotateConfig
 from elical.evaluate import EvalConfig
 from elical.honesty.config import HonestyPlan
 from elical.inputs import InputError, one_line
+from elical.retrieval.config import RetrievalSettings
 from elical.train.config import Mode, TrainSettings, stage2_epochs
 from elical.world.config import WorldConfig
 from elical.yaml_config import YamlConfig, read_yaml_mapping
@@ -133,6 +136,29 @@ class RunHonestyPlan(HonestyPlan):
     max_eval_per_dataset: int | None = Field(None, ge=1)  # seeded cap on evaluated questions per dataset
 
 
+RUN_OWN = ("max_new_tokens", "repetition_penalty", "prompts")  # retrieval settings the run gives when unstated
+
+
+class RunRetrievalPlan(RetrievalSettings):
+    """The ``retrieval:`` section of a run (run/retrieval.py): the evaluation questions of ``groups`` answered
+    again with the top ``k`` passages of the subject's corpus (``corpus``: a JSONL file, needed for qa),
+    by the run's model and wording (``max_new_tokens``, ``repetition_penalty`` and ``prompts``: annotate's
+    unless stated here). ``budget``/``seed`` pick the EliCal model whose confidence gates retrieval, as
+    the honesty section's do; the target: ``target`` of always-retrieve accuracy with at most
+    ``max_retrieval_rate`` of the retrievals."""
+
+    budget: int | Literal["all"] | None = None
+    seed: int | None = None
+    groups: list[str] = Field(default_factory=lambda: ["in-domain", "ood"])
+    max_retrieval_rate: float = Field(0.5, gt=0, le=1)
+
+    @model_serializer(mode="wrap")
+    def _stated_run_settings(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Saved as stated: a saved config, read again, still takes the unstated RUN_OWN settings from the run."""
+        data = handler(self)
+        return {k: v for k, v in data.items() if k not in RUN_OWN or k in self.model_fields_set}
+
+
 class RunConfig(YamlConfig):
     """Everything `elical run` does, in one object; written to the run folder as config.yaml."""
 
@@ -151,7 +177,15 @@ class RunConfig(YamlConfig):
     evaluate: EvalConfig = Field(default_factory=EvalConfig)  # its groups override the subject's
     reliability_budget: int | Literal["all"] | None = None  # budget whose models get reliability diagrams
     honesty: RunHonestyPlan | None = None  # None: no honesty comparison
+    retrieval: RunRetrievalPlan | None = None  # None: no retrieval step
     torch_threads: int | None = None
+
+    @model_validator(mode="after")
+    def _qa_corpus(self) -> RunConfig:
+        if self.subject == "qa" and self.retrieval is not None and self.retrieval.corpus is None:
+            raise ValueError("retrieval.corpus: the qa subject has no corpus of its own; give a JSONL file of "
+                             'passages ({"id", "text", "title"} per line)')
+        return self
 
     @field_validator("name")
     @classmethod

@@ -13,6 +13,8 @@ step and the steps after it:
   run starts.)
 * ``honesty`` -> honesty/: the honesty plan except device and generation batch size, the gate's model;
   inputs: annotate and that model.
+* ``retrieval`` -> retrieval/: how questions are answered with passages (k, decoding, wording, the corpus
+  file's contents) except batch size, the groups asked, the gate's model; inputs: annotate and that model.
 
 Evaluation and the report are recomputed from records and scores on every run, so a changed
 ``evaluate:`` setting simply takes effect. A run whose settings differ is refused before anything is
@@ -85,12 +87,19 @@ def train_settings(cfg: RunConfig, key: ModelKey, annotate: str) -> dict[str, An
 
 def honesty_settings(cfg: RunConfig, annotate: str, gate_model: str) -> dict[str, Any]:
     """What decides the honesty comparison; ``gate_model`` is the digest of the gating model's step."""
-    from elical.run.honesty import gate_choice
+    from elical.run.honesty import gate_choice, honesty_plan
 
-    plan = cfg.honesty.model_dump(mode="json")
+    plan = honesty_plan(cfg).model_dump(mode="json")
     plan["settings"].pop("batch_size")
     plan["settings"]["tune"].pop("device")
     return {"honesty": plan, "gate": list(gate_choice(cfg)), "input": {"annotate": annotate, "gate": gate_model}}
+
+
+def retrieval_settings(cfg: RunConfig, subject: Subject, annotate: str, gate_model: str) -> dict[str, Any]:
+    """What decides the retrieval step; ``gate_model`` is the digest of the gating model's step."""
+    from elical.run.retrieval import step_settings
+
+    return {"retrieval": step_settings(cfg, subject), "input": {"annotate": annotate, "gate": gate_model}}
 
 
 def run_steps(cfg: RunConfig, subject: Subject, out: Path) -> list[Step]:
@@ -109,6 +118,12 @@ def run_steps(cfg: RunConfig, subject: Subject, out: Path) -> list[Step]:
     if cfg.honesty is not None:
         gate = ModelKey("elical", *gate_choice(cfg))
         steps.append(Step("honesty", honesty_settings(cfg, digest(annotate), trained[gate]), [out / "honesty"]))
+    if cfg.retrieval is not None:
+        from elical.run.retrieval import FOLDER, retrieval_gate
+
+        gate = ModelKey("elical", *retrieval_gate(cfg))
+        steps.append(Step("retrieval", retrieval_settings(cfg, subject, digest(annotate), trained[gate]),
+                          [out / FOLDER]))
     return steps
 
 

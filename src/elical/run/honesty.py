@@ -22,13 +22,14 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
+from elical.honesty.config import HonestyConfig
 from elical.records import Record, atomic_write, read_parquet, write_parquet
 from elical.report.document import Table
-from elical.run.config import RunConfig
+from elical.run.config import RunConfig, RunHonestyPlan, TrainPlan
 from elical.run.results import RESULT_COLUMNS
 from elical.run.subjects import Subject
 
@@ -44,26 +45,35 @@ class HonestyOutcome:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def gate_choice(cfg: RunConfig) -> tuple[int | str, int]:
-    """(budget, seed) of the EliCal model that gates: the plan's, else the smallest budget >= 1000 (else
-    'all', else the largest) and seed 0 (else the plan's first seed)."""
-    plan, train = cfg.honesty, cfg.train
-    if plan is None:
+def honesty_plan(cfg: RunConfig) -> RunHonestyPlan:
+    """The run config's ``honesty:`` section; a ValueError when it has none."""
+    if cfg.honesty is None:
         raise ValueError("the run config has no honesty section")
+    return cfg.honesty
+
+
+def gate_choice(cfg: RunConfig) -> tuple[int | Literal["all"], int]:
+    """(budget, seed) of the EliCal model that gates the honesty comparison (:func:`elical_choice`)."""
+    plan = honesty_plan(cfg)
+    return elical_choice(cfg.train, plan.budget, plan.seed, "honesty")
+
+
+def elical_choice(train: TrainPlan, budget: int | Literal["all"] | None, seed: int | None,
+                  section: str) -> tuple[int | Literal["all"], int]:
+    """(budget, seed) of the run's EliCal model that a ``section`` (honesty, retrieval) uses: the section's,
+    else the smallest budget >= 1000 (else 'all', else the largest) and seed 0 (else the plan's first seed)."""
     if "elical" not in train.methods:
-        raise ValueError("honesty: the EliCal gate needs 'elical' in train.methods")
-    if plan.budget is not None:
-        if plan.budget not in train.budgets:
-            raise ValueError(f"honesty.budget {plan.budget!r} is not one of train.budgets {train.budgets}")
-        budget = plan.budget
+        raise ValueError(f"{section}: the EliCal gate needs 'elical' in train.methods")
+    if budget is not None:
+        if budget not in train.budgets:
+            raise ValueError(f"{section}.budget {budget!r} is not one of train.budgets {train.budgets}")
     else:
         big = sorted(int(b) for b in train.budgets if b != "all" and int(b) >= 1000)
         numbers = [int(b) for b in train.budgets if b != "all"]
         budget = big[0] if big else "all" if "all" in train.budgets else max(numbers)
-    if plan.seed is not None and plan.seed not in train.seeds:
-        raise ValueError(f"honesty.seed {plan.seed} is not one of train.seeds {train.seeds}")
-    seed = plan.seed if plan.seed is not None else 0 if 0 in train.seeds else train.seeds[0]
-    return budget, seed
+    if seed is not None and seed not in train.seeds:
+        raise ValueError(f"{section}.seed {seed} is not one of train.seeds {train.seeds}")
+    return budget, seed if seed is not None else 0 if 0 in train.seeds else train.seeds[0]
 
 
 def split_pool(pool: Sequence[Record], budget: int | str, seed: int, fraction: float) -> tuple[list[Record], list[Record], str]:
@@ -81,8 +91,7 @@ def split_pool(pool: Sequence[Record], budget: int | str, seed: int, fraction: f
                        "pool labels, so tau is chosen in-sample)")
 
 
-def _eval_records(cfg: RunConfig, subject: Subject, out: Path) -> list[Record]:
-    plan = cfg.honesty
+def _eval_records(plan: RunHonestyPlan, subject: Subject, out: Path) -> list[Record]:
     records = [r for r in read_parquet(out / "records" / "eval.parquet")
                if not r.failed and subject.groups.get(r.dataset, "other") in plan.groups]
     if plan.max_eval_per_dataset is None:
@@ -99,9 +108,9 @@ def _eval_records(cfg: RunConfig, subject: Subject, out: Path) -> list[Record]:
     return [r for r in records if r.id in keep]
 
 
-def _settings(cfg: RunConfig, subject: Subject):
+def _settings(cfg: RunConfig, plan: RunHonestyPlan, subject: Subject) -> HonestyConfig:
     """The plan's HonestyConfig, answering with the run's own prompt wording unless the plan sets one."""
-    settings = cfg.honesty.settings
+    settings = plan.settings
     prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
     update: dict[str, Any] = {}
     if "prompt" not in settings.model_fields_set:
@@ -129,11 +138,11 @@ def honesty_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str
     scores = out / "scores" / f"{name}.parquet"
     if not scores.exists():
         raise FileNotFoundError(f"{scores}: no EliCal predictions for the honesty gate (train step incomplete?)")
-    plan = cfg.honesty
-    settings = _settings(cfg, subject)
+    plan = honesty_plan(cfg)
+    settings = _settings(cfg, plan, subject)
     pool = read_parquet(out / "records" / "train.parquet")
     tune_records, val_records, val_note = split_pool(pool, budget, seed, settings.val_fraction)
-    eval_records = _eval_records(cfg, subject, out)
+    eval_records = _eval_records(plan, subject, out)
     if not eval_records:
         raise ValueError(f"honesty: no evaluation questions in groups {plan.groups} (subject groups: "
                          f"{sorted(set(subject.groups.values()))})")

@@ -13,6 +13,7 @@ Run folder (architecture.md)::
     <out>/report.md, report.html, table2.md, figures/*.png, timings.json
     <out>/honesty/               with a ``honesty:`` section: fine-tuning methods vs the EliCal gate
                                  (honesty_comparison.{csv,md,json}, answers.parquet, gate.json, adapters)
+    <out>/retrieval/             with a ``retrieval:`` section: answers with passages, gated curve, index/
     <out>/settings/<step>.json   what decided each step's outputs (run/fingerprints.py)
 
 Every step skips work whose output exists, so a killed run continues where it stopped; a rerun with
@@ -39,6 +40,8 @@ from elical.run.timings import StepClock
 if TYPE_CHECKING:
     from elical.evaluate import Evaluation
     from elical.predictions import Predictions
+    from elical.run.honesty import HonestyOutcome
+    from elical.run.retrieval import RetrievalRun
     from elical.train.config import TrainConfig
 
 
@@ -181,7 +184,7 @@ def _train_parallel(cfg: RunConfig, subject: Subject, out: Path, eval_file: Path
 
     waiting = planned_models(cfg)
     made: dict[ModelKey, Path] = {}
-    running: dict[Future[Path], tuple[ModelKey, float]] = {}
+    running: dict[Future[tuple[Path, float]], ModelKey] = {}
     threads = cfg.torch_threads or max(1, (os.cpu_count() or 1) // cfg.train.workers)
     context = multiprocessing.get_context("spawn")  # CUDA cannot be forked
     with ProcessPoolExecutor(cfg.train.workers, mp_context=context, initializer=_worker_threads,
@@ -189,13 +192,12 @@ def _train_parallel(cfg: RunConfig, subject: Subject, out: Path, eval_file: Path
         while waiting or running:
             for key in [k for k in waiting if _stage1_done(k, made)]:
                 waiting.remove(key)
-                future = pool.submit(_train_one, cfg, subject, out, key, eval_file, pool_size, _quiet)
-                running[future] = key, time.perf_counter()
+                running[pool.submit(_timed_train_one, cfg, subject, out, key, eval_file, pool_size)] = key
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
-                key, started = running.pop(future)
-                made[key] = future.result()
-                log(f"train: {key.name} in {time.perf_counter() - started:.1f}s ({len(running)} others running)")
+                key = running.pop(future)
+                made[key], seconds = future.result()
+                log(f"train: {key.name} in {seconds:.1f}s ({len(made)} done, {len(running)} queued or running)")
                 model_done()
     return made
 
@@ -207,8 +209,12 @@ def _worker_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _quiet(message: str) -> None:
-    """A training process's log: the run's own process reports each model when it is done."""
+def _timed_train_one(cfg: RunConfig, subject: Subject, out: Path, key: ModelKey, eval_file: Path,
+                     pool_size: int) -> tuple[Path, float]:
+    """:func:`_train_one` in a training process: its prediction file and its own seconds (the run's process
+    reports each model when it is done)."""
+    start = time.perf_counter()
+    return _train_one(cfg, subject, out, key, eval_file, pool_size, lambda _: None), time.perf_counter() - start
 
 
 def _stage1_done(key: ModelKey, made: Mapping[ModelKey, Path]) -> bool:
@@ -269,17 +275,31 @@ def _run_locked(cfg: RunConfig, out: Path, log: Callable[[str], None], overwrite
     clock.lap("train", skipped=trained_before == len(scores))
     evaluation = evaluate_step(cfg, subject, records, scores)
     clock.lap("evaluate")
-    honesty = None
+    honesty, retrieval = _optional_steps(cfg, subject, out, log, clock)
+    result.report = write_run_report(cfg, subject, records, evaluation, out, result.timings, result.cpu_seconds,
+                                     honesty, retrieval)
+    clock.lap("report")
+    return result
+
+
+def _optional_steps(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None],
+                    clock: StepClock) -> tuple[HonestyOutcome | None, RetrievalRun | None]:
+    """The steps a config may add after evaluation (its ``honesty:`` and ``retrieval:`` sections), each timed."""
+    honesty: HonestyOutcome | None = None
+    retrieval: RetrievalRun | None = None
     if cfg.honesty is not None:
         from elical.run.honesty import honesty_step
 
         done = (out / "honesty" / "run_honesty.json").exists()
         honesty = honesty_step(cfg, subject, out, log)
         clock.lap("honesty", skipped=done)
-    result.report = write_run_report(cfg, subject, records, evaluation, out, result.timings, result.cpu_seconds,
-                                     honesty)
-    clock.lap("report")
-    return result
+    if cfg.retrieval is not None:
+        from elical.run.retrieval import FOLDER, retrieval_step
+
+        done = (out / FOLDER / "summary.json").exists()
+        retrieval = retrieval_step(cfg, subject, out, log)
+        clock.lap("retrieval", skipped=done)
+    return honesty, retrieval
 
 
 def evaluate_step(cfg: RunConfig, subject: Subject, records: list[Record],

@@ -37,11 +37,14 @@ from elical.run.results import (
     results_table,
     seed_summary,
 )
+from elical.run.retrieval import RetrievalReport, RetrievalRun, retrieval_report
 from elical.run.subjects import Subject
+from elical.run.targets import paper_targets
 
 HONESTY_SECTION = "Honesty (Alignment for Honesty vs EliCal gate)"
-SECTIONS = ("Findings", "Setup", "Table 2", "Differences (paired bootstrap)", "Confidence vs labels",
-            "Self-consistency and exposure", "Reliability diagrams", "Notes")
+RETRIEVAL_SECTIONS = ("Adaptive retrieval", "Abstention")  # with a retrieval: section, before the honesty one
+SECTIONS = ("Findings", "Targets from the paper", "Setup", "Table 2", "Differences (paired bootstrap)",
+            "Confidence vs labels", "Self-consistency and exposure", "Reliability diagrams", "Notes")
 
 
 @dataclass
@@ -63,6 +66,7 @@ class RunNumbers:
     timings: dict[str, float]
     cpu_seconds: dict[str, float]
     honesty: HonestyOutcome | None = None
+    retrieval: RetrievalReport | None = None
 
     @property
     def seeds(self) -> int:
@@ -115,9 +119,10 @@ def _label_figures(numbers: RunNumbers, folder: Path) -> None:
 
 def write_run_report(cfg: RunConfig, subject: Subject, records: Sequence[Record], evaluation: Evaluation, out: Path,
                      timings: dict[str, float], cpu_seconds: dict[str, float] | None = None,
-                     honesty: HonestyOutcome | None = None) -> Path:
+                     honesty: HonestyOutcome | None = None, retrieval: RetrievalRun | None = None) -> Path:
     """Write every table, figure and the two report pages; returns report.md's path. With ``honesty``
-    its rows join results.csv and its table gets a section before the notes."""
+    its rows join results.csv and its table gets a section before the notes; with ``retrieval`` (the
+    retrieval step's outputs) the adaptive retrieval and abstention sections come before those."""
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     pool_size = sum(1 for r in records if r.split == "train" and not r.failed)
@@ -141,6 +146,8 @@ def write_run_report(cfg: RunConfig, subject: Subject, records: Sequence[Record]
                          exposure, findings(results, records, pool_size, differences=differences),
                          reliability_figures(cfg, subject, evaluation, pool_size, fig_dir), timings,
                          cpu_seconds or {}, honesty)
+    if retrieval is not None and cfg.retrieval is not None:
+        numbers.retrieval = retrieval_report(retrieval, cfg.retrieval, evaluation, out)
     _label_figures(numbers, fig_dir)
     md_path, _ = write_document(run_document(numbers), out, "report")
     with atomic_write(out / "findings.json") as tmp:
@@ -165,6 +172,34 @@ def honesty_blocks(honesty: HonestyOutcome) -> list[Block]:
         Paragraph(f"{SCORE_NOTE} Files: `honesty/honesty_comparison.{{csv,md,html,json}}`, "
                   "`honesty/answers.parquet`."),
         display_table(honesty),
+    ]
+
+
+def retrieval_blocks(retrieval: RetrievalReport) -> list[Block]:
+    """The adaptive retrieval section (accuracy against retrieval rate, the target's reading) and the
+    abstention section (risk-coverage curves, AURC table)."""
+    info = retrieval.info
+    shown = retrieval.aurc.assign(aurc=retrieval.aurc.aurc.map(lambda v: f"{v:.4f}"))
+    best = info["best_training_free"]
+    return [
+        Heading(RETRIEVAL_SECTIONS[0]),
+        Paragraph(f"The {info['questions']} evaluated questions of {', '.join(info['groups'])} answered again with "
+                  f"the top {_count(info['k'], 'passage')} (BM25) of {info['corpus']} ({info['passages']} passages), by the "
+                  "same model, wording and judge. Gated retrieval retrieves when the confidence of "
+                  f"{info['elical_model']} (budget {info['budget']}, seed {info['seed']}) is below a threshold, "
+                  f"over every threshold; step time {info['seconds']} s. Files: `retrieval/answers.csv`, "
+                  "`retrieval/curves.csv`, `retrieval/summary.json`, `retrieval/target.json`."),
+        Paragraph(retrieval.reading),
+        Figure("figures/retrieval.png", "Accuracy against the share of questions retrieved for: never, always, and "
+               "gated by EliCal confidence"),
+        *([Bullets(tuple(info["notes"]))] if info["notes"] else []),
+        Heading(RETRIEVAL_SECTIONS[1]),
+        Paragraph("Answering only the most confident questions (without retrieval): the risk (error rate among "
+                  "the answered) at each coverage (share answered), and its area AURC (lower is better). "
+                  "Answering in random order scores the error rate; a perfect ranking, the optimal AURC. The best "
+                  f"training-free method is the one of best AUROC on this run's evaluation ({best or 'none stored'})."),
+        Figure("figures/risk_coverage.png", "Risk against coverage (abstention)"),
+        Table(shown, "AURC of abstention (files: retrieval/abstention.csv, retrieval/risk_coverage.csv)"),
     ]
 
 
@@ -200,23 +235,36 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def finding_line(finding: Finding, seeds: int) -> str:
+def finding_line(finding: Finding) -> str:
     """One finding as a bullet: the question, the answer and what it rests on, then the evidence.
 
-    A claim about trained models rests on the run's training seeds; with one seed it is 'n/a', since one
-    seed cannot tell the method from the luck of its initialisation and label draw."""
-    trained = any(name in finding.question for name in METHOD_NAMES.values())
-    answer = "not measurable" if finding.holds is None else "YES" if finding.holds else "NO"
-    if finding.holds is None:
+    A claim about trained models rests on its ``seeds`` (and a comparison on its paired interval); with
+    one seed it is 'n/a', since one seed cannot tell the method from the luck of its initialisation and
+    label draw. A comparison whose interval includes 0 is 'not shown'."""
+    decided = finding.holds is not None or finding.interval is not None
+    answer = ("YES" if finding.holds else "NO") if finding.holds is not None else (
+        "not shown (interval includes 0)" if finding.interval is not None else "not measurable")
+    interval = " and its paired bootstrap interval" if finding.interval is not None else ""
+    if not decided:
         basis = ""
-    elif not trained:
+    elif finding.seeds is None:
         basis = " (training-free: no training seeds involved)"
-    elif seeds < 2:
-        basis = f" (this seed says {answer.lower()}; one seed cannot support a YES/NO)"
-        answer = f"n/a ({seeds} seed)"
+    elif finding.seeds < 2:
+        basis = f" (this seed says {answer if finding.holds is None else answer.lower()}; one seed cannot support a YES/NO)"
+        answer = f"n/a ({finding.seeds} seed)"
     else:
-        basis = f" (rests on {seeds} seeds)"
+        basis = f" (rests on {finding.seeds} seeds{interval})"
     return f"{finding.question} **{answer}**{basis}: {finding.evidence}"
+
+
+def _target_blocks(numbers: RunNumbers) -> list[Block]:
+    """The paper's shape as targets (run/targets.py): met, missed and by how much, or not measurable."""
+    verdict = {True: "met", False: "MISSED", None: "not measurable"}
+    targets = paper_targets(numbers.results, numbers.differences, numbers.pool_size)
+    return [Heading("Targets from the paper"),
+            Paragraph("What the paper's results lead one to expect of EliCal with few labels, checked on this run "
+                      "(AUROC; intervals are the seed-averaged paired bootstrap intervals of differences.csv)."),
+            Bullets(tuple(f"{t.claim}: **{verdict[t.met]}**: {t.evidence}" for t in targets))]
 
 
 def _setup_blocks(numbers: RunNumbers) -> list[Block]:
@@ -286,8 +334,10 @@ def run_document(numbers: RunNumbers) -> Document:
         Paragraph("Each answer below is computed from this run's measurements (see results.csv); nothing is "
                   f"assumed. Answers about trained models rest on the run's {_count(seeds, 'training seed')}; "
                   "with one seed they are n/a, since one seed cannot tell a method from the luck of its "
-                  "initialisation and label draw."),
-        Bullets(tuple(finding_line(f, seeds) for f in numbers.found)),
+                  "initialisation and label draw. A comparison of methods is YES or NO only when its paired "
+                  "bootstrap interval (differences.csv) excludes 0, else 'not shown'."),
+        Bullets(tuple(finding_line(f) for f in numbers.found)),
+        *_target_blocks(numbers),
         *_setup_blocks(numbers),
         Heading("Table 2"),
         Paragraph(f"Values x100, mean over {_count(seeds, 'seed')}, best per column in bold; trained methods carry their "
@@ -298,6 +348,7 @@ def run_document(numbers: RunNumbers) -> Document:
         *_labels_blocks(numbers),
         *_exposure_blocks(numbers),
         *_reliability_blocks(numbers),
+        *(retrieval_blocks(numbers.retrieval) if numbers.retrieval is not None else []),
         *(honesty_blocks(numbers.honesty) if numbers.honesty is not None else []),
         Heading("Notes"),
         Bullets(tuple(numbers.evaluation.notes or ["none"])),

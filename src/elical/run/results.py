@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from elical.differences import BEST_BASELINE
 from elical.evaluate import AVERAGE
+from elical.metrics.base import higher_is_better
 from elical.model_key import METHOD_NAMES, TRAINED, ModelKey
 from elical.records import Record
 
@@ -114,12 +116,18 @@ def consistency_by_exposure(records: Sequence[Record]) -> pd.DataFrame:
 
 @dataclass
 class Finding:
-    """One measured claim: the question asked, the answer (True/False/None when not measurable), evidence."""
+    """One measured claim: the question asked, the answer (True/False/None when not shown), evidence.
+
+    ``seeds``: the training seeds a claim about trained models rests on (None: a training-free claim);
+    ``interval``: the paired bootstrap interval a comparison's answer rests on (YES only when it lies
+    above 0, NO only below; with ``holds`` None and an interval, the interval includes 0)."""
 
     question: str
     holds: bool | None
     evidence: str
     numbers: dict[str, Any] = field(default_factory=dict)
+    seeds: int | None = None
+    interval: tuple[float, float] | None = None
 
 
 def _mean(summary: pd.DataFrame, method: str, budget: int, split: str, metric: str) -> tuple[float, float, int]:
@@ -130,24 +138,34 @@ def _mean(summary: pd.DataFrame, method: str, budget: int, split: str, metric: s
     return float(row["mean"].iloc[0]), float(row["std"].fillna(0).iloc[0]), int(row["n"].iloc[0])
 
 
-def _paired_interval(differences: pd.DataFrame | None, method_b: str, budget: int, split: str, metric: str) -> str:
-    """'; paired difference +0.075 [0.031, 0.118]' of the seed-averaged EliCal - method_b row, if there is one."""
+def _paired_row(differences: pd.DataFrame | None, comparison: str, budget: int, split: str,
+                metric: str) -> pd.Series | None:
+    """The seed-averaged row of ``comparison`` ('EliCal - Cal-Only') in differences.csv, if there is one."""
     if differences is None or differences.empty:
-        return ""
+        return None
     group, _, dataset = split.partition("/")
-    row = differences[(differences.method_a == "EliCal") & (differences.method_b == method_b)
-                      & (differences.budget == budget) & (differences.seed == "mean") & (differences.group == group)
+    row = differences[(differences.comparison == comparison) & (differences.budget == budget)
+                      & (differences.seed == "mean") & (differences.group == group)
                       & (differences.dataset == (dataset or AVERAGE)) & (differences.metric == metric)]
-    if row.empty:
-        return ""
-    r = row.iloc[0]
-    return f"; paired difference {r['diff']:+.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+    return None if row.empty else row.iloc[0]
+
+
+def _paired_verdict(row: pd.Series | None, metric: str) -> tuple[bool | None, tuple[float, float] | None, str]:
+    """(holds, interval, evidence) of 'is A better than B' from a paired difference row: YES only when the
+    interval excludes 0 on the better side, NO only on the worse side, None otherwise (or without a row)."""
+    if row is None:
+        return None, None, "; no paired interval (differences not computed)"
+    low, high = float(row.ci_low), float(row.ci_high)
+    better = higher_is_better(metric)
+    holds = better if low > 0 else (not better) if high < 0 else None
+    return holds, (low, high), f"; paired difference {row['diff']:+.3f} [{low:.3f}, {high:.3f}]"
 
 
 def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, split: str = "in-domain",
              consistency_method: str = "Consis-Sem", differences: pd.DataFrame | None = None) -> list[Finding]:
-    """The report's measured claims; with the run's ``differences`` (differences.csv) the EliCal vs Cal-Only
-    claim also carries its paired bootstrap interval."""
+    """The report's measured claims. The comparisons of EliCal with Cal-Only and with the best training-free
+    method answer YES/NO only by their paired bootstrap interval in ``differences`` (differences.csv);
+    without it they are not shown."""
     summary = seed_summary(results)
     exposure = consistency_by_exposure([r for r in records if r.split != "train"])
     seen = exposure[~exposure.bucket.isin(["contested"])]
@@ -163,7 +181,7 @@ def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, s
     reaches = _reaches_all_labels(summary, split, shared, pool_size)
     out.append(reaches)
     if reaches.holds is not None:
-        out.append(_versus_training_free(summary, split, shared))
+        out.append(_versus_training_free(summary, split, shared, differences))
     return out
 
 
@@ -209,14 +227,15 @@ def _beats_cal_only(results: pd.DataFrame, summary: pd.DataFrame, split: str, sm
     c_, cs, _ = _mean(summary, "Cal-Only", smallest, split, "auroc")
     per_seed = results[(results.budget == smallest) & (results.split == split) & (results.metric == "auroc")]
     wide = per_seed.pivot_table(index="seed", columns="method", values="value")
-    wins = int((wide["EliCal"] > wide["Cal-Only"]).sum()) if {"EliCal", "Cal-Only"} <= set(wide.columns) else 0
-    measurable = not (math.isnan(e) or math.isnan(c_))
-    return Finding(f"Does EliCal beat Cal-Only at the smallest budget ({smallest} labels)?",
-                   bool(e > c_) if measurable else None,
+    both = {"EliCal", "Cal-Only"} <= set(wide.columns)
+    wins = int((wide["EliCal"] > wide["Cal-Only"]).sum()) if both else 0
+    seeds = int(wide[["EliCal", "Cal-Only"]].notna().all(axis=1).sum()) if both else 0
+    holds, interval, paired = _paired_verdict(_paired_row(differences, "EliCal - Cal-Only", smallest, split, "auroc"),
+                                              "auroc")
+    return Finding(f"Does EliCal beat Cal-Only at the smallest budget ({smallest} labels)?", holds,
                    f"AUROC {split}: EliCal {e:.3f} ± {es:.3f} vs Cal-Only {c_:.3f} ± {cs:.3f} "
-                   f"(mean ± sd over {en} seeds; EliCal higher in {wins} of {len(wide)} seeds"
-                   f"{_paired_interval(differences, 'Cal-Only', smallest, split, 'auroc')})",
-                   {"elical": e, "cal_only": c_, "wins": wins, "seeds": len(wide)})
+                   f"(mean ± sd over {en} seeds; EliCal higher in {wins} of {len(wide)} seeds{paired})",
+                   {"elical": e, "cal_only": c_, "wins": wins, "seeds": len(wide)}, seeds, interval)
 
 
 def _reaches_all_labels(summary: pd.DataFrame, split: str, shared: list[int], pool_size: int) -> Finding:
@@ -228,20 +247,23 @@ def _reaches_all_labels(summary: pd.DataFrame, split: str, shared: list[int], po
     ref_method, reference = max(((m, v) for m, v in ref_candidates.items() if not math.isnan(v)),
                                 key=lambda kv: kv[1], default=(None, math.nan))
     small = [b for b in shared if b <= 1000 and b < top]
-    if not small or math.isnan(reference):
+    if not small or ref_method is None:
         return Finding(question, None, "no budget <= 1000 below the full pool, or no all-labels model")
     ratios = {int(b): _mean(summary, "EliCal", b, split, "auroc")[0] / reference for b in small}
     best_b = max(ratios, key=lambda b: ratios[b])
     first_ok = next((b for b in small if ratios[b] >= 0.95), None)
     text = ", ".join(f"{b}: {100 * r:.1f} %" for b, r in ratios.items())
+    seeds = min(_mean(summary, m, b, split, "auroc")[2] for m, b in [(ref_method, top), *(("EliCal", b) for b in small)])
     return Finding(question, first_ok is not None,
                    f"all-labels reference = {ref_method} ({top} labels) AUROC {reference:.3f}; "
                    f"EliCal / reference by budget: {text}" + (f"; first budget at >= 95 %: {first_ok}" if first_ok else ""),
-                   {"reference": reference, "ratios": ratios, "best_budget": best_b})
+                   {"reference": reference, "ratios": ratios, "best_budget": best_b}, seeds)
 
 
-def _versus_training_free(summary: pd.DataFrame, split: str, budgets: list[int]) -> Finding:
-    """Whether the best trained model beats the best training-free baseline (the paper's EliCal does)."""
+def _versus_training_free(summary: pd.DataFrame, split: str, budgets: list[int],
+                          differences: pd.DataFrame | None) -> Finding:
+    """Whether the best EliCal model beats the best training-free baseline (the paper's EliCal does), by the
+    paired interval of EliCal - best training-free at that budget."""
     rows = summary[(summary.split == split) & (summary.metric == "auroc") & (summary.budget == 0)
                    & ~summary.method.isin(list(METHOD_NAMES.values()))]
     question = "Does EliCal beat the best training-free baseline?"
@@ -250,7 +272,10 @@ def _versus_training_free(summary: pd.DataFrame, split: str, budgets: list[int])
     best = rows.loc[rows["mean"].idxmax()]
     elical = {b: _mean(summary, "EliCal", b, split, "auroc")[0] for b in budgets}
     top_b = max(elical, key=lambda b: -math.inf if math.isnan(elical[b]) else elical[b])
-    return Finding(question, bool(elical[top_b] > best["mean"]),
+    row = _paired_row(differences, f"EliCal - {BEST_BASELINE}", top_b, split, "auroc")
+    holds, interval, paired = _paired_verdict(row, "auroc")
+    return Finding(question, holds,
                    f"best training-free: {best.method} AUROC {split} {best['mean']:.3f}; best EliCal: "
-                   f"{elical[top_b]:.3f} ({top_b} labels)",
-                   {"baseline": best.method, "baseline_auroc": float(best["mean"]), "elical": elical[top_b]})
+                   f"{elical[top_b]:.3f} ({top_b} labels){paired}",
+                   {"baseline": best.method, "baseline_auroc": float(best["mean"]), "elical": elical[top_b]},
+                   _mean(summary, "EliCal", top_b, split, "auroc")[2], interval)

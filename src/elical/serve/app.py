@@ -3,7 +3,8 @@ abstain (the rule of :class:`elical.gate.Gate`).
 
 Routes: ``GET /health``, ``GET /v1/models``, ``POST /v1/confidence`` ({"questions": [...]} ->
 {"confidences": [...]}) and ``POST /v1/chat/completions`` (an OpenAI chat completion plus
-``"elical": {"confidence", "decision", "threshold", "retrieve_below", "passages"}``). Bad requests get
+``"elical": {"confidence", "decision", "threshold", "retrieve_below", "passages", "timing"}``; ``timing``
+holds ``confidence_ms``, ``retrieval_ms`` and ``generation_ms``, null for a step not taken). Bad requests get
 a 4xx response with an OpenAI-style JSON error; unexpected failures a 500 without any traceback.
 """
 
@@ -201,30 +202,45 @@ def create_app(score: Scorer, answerer: Answerer, gate: Gate, options: ServeOpti
         if body.n != 1:
             raise HTTPException(400, f"n: only one answer per request is supported, got {body.n}")
         question = last_user_question(body.messages)
+        start = time.perf_counter()
         [conf] = await batcher.confidence([question])
+        timing: dict[str, float | None] = {"confidence_ms": _ms_since(start), "retrieval_ms": None,
+                                           "generation_ms": None}
         decision = gate.decide(conf, can_retrieve=retrieve is not None)
         passages: list[str] = []
         text, finish = options.refusal, "stop"
         if decision != "abstain":
-            text, finish, passages = await respond(body, question, answerer, retrieve if decision == "retrieve" else None)
+            text, finish, passages = await respond(body, question, answerer, retrieve if decision == "retrieve" else None,
+                                                   timing)
         verdict = {"confidence": conf, "decision": decision, "threshold": _finite(gate.tau),
-                   "retrieve_below": gate.retrieve_below if retrieve else None, "passages": passages}
+                   "retrieve_below": gate.retrieve_below if retrieve else None, "passages": passages,
+                   "timing": timing}
         return completion(options.model_name, text, finish, verdict)
 
     return app
 
 
-async def respond(body: ChatRequest, question: str, answerer: Answerer,
-                  retrieve: Retrieve | None) -> tuple[str, str, list[str]]:
+async def respond(body: ChatRequest, question: str, answerer: Answerer, retrieve: Retrieve | None,
+                  timing: dict[str, float | None]) -> tuple[str, str, list[str]]:
     """(answer, finish reason, passages): the chat answered, after retrieving passages for the question
-    when ``retrieve`` is given; model calls run in worker threads."""
+    when ``retrieve`` is given; model calls run in worker threads. Each step's wall time goes into
+    ``timing`` (generation includes waiting for an in-process model busy with another request)."""
     messages = [m.plain() for m in body.messages]
     passages: list[str] = []
     if retrieve is not None:
+        start = time.perf_counter()
         passages = await asyncio.to_thread(retrieve, question)
+        timing["retrieval_ms"] = _ms_since(start)
         messages = with_passages(messages, passages)
+    start = time.perf_counter()
     answer = await asyncio.to_thread(answerer.answer, messages, body.max_completion_tokens or body.max_tokens)
+    timing["generation_ms"] = _ms_since(start)
     return answer.text, answer.finish_reason, passages
+
+
+def _ms_since(start: float) -> float:
+    """Milliseconds since ``start`` (a :func:`time.perf_counter` reading), to 0.01 ms."""
+    return round((time.perf_counter() - start) * 1000, 2)
 
 
 def completion(model: str, text: str, finish_reason: str, verdict: dict[str, Any]) -> dict[str, Any]:

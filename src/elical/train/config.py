@@ -8,8 +8,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 from typing_extensions import Self
 
-from elical.model import ModelConfig
-from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT
+from elical.model_settings import ModelConfig, ModelFields, PromptFields
 from elical.yaml_config import YamlConfig
 
 Mode = Literal["eli-only", "cal-only", "elical", "head-only"]
@@ -33,22 +32,14 @@ def stage2_epochs(n_labels: int, epochs: int | None = None, passes: int | None =
     return 50 if n_labels <= 10_000 else 15
 
 
-class TrainSettings(YamlConfig):
+class TrainSettings(YamlConfig, ModelFields):
     """The trainer's settings that ``elical run`` takes from its ``train.settings`` section: every
     :class:`TrainConfig` field but those the run fills per model (model, method, seed, budget, output
-    folder, prompts). Defaults follow the paper (reference.md section 2)."""
+    folder, prompts). The model's own fields come from :class:`ModelFields`. Defaults follow the paper
+    (reference.md section 2)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    # model
-    head: Literal["linear", "mlp"] = "linear"
-    lora_r: int = Field(8, ge=1)
-    lora_alpha: int = 16
-    lora_dropout: float = 0.0
-    target_modules: str | list[str] = "all-linear"
-    max_length: int = Field(512, ge=1)
-    dtype: str = "auto"
-    attn_implementation: str = "sdpa"
     # targets and data
     cal_target: Literal["samples", "greedy"] = "samples"
     head_only_target: Literal["cal", "eli"] = "cal"
@@ -94,7 +85,7 @@ class TrainSettings(YamlConfig):
         return self
 
 
-class TrainConfig(TrainSettings):
+class TrainConfig(PromptFields, TrainSettings):
     """Settings of one training run: the trainer's settings plus what one model is (base model, mode,
     seed, label budget, prompts) and where it is written."""
 
@@ -103,8 +94,6 @@ class TrainConfig(TrainSettings):
     output_dir: str = "runs/train"
     seed: int = 0
     budget: int | None = Field(None, ge=1, description="labelled questions for calibration (None: all)")
-    qa_template: str = QA_TEMPLATE
-    system_prompt: str | None = SYSTEM_PROMPT
 
     @model_validator(mode="after")
     def _compile_needs_lora(self) -> TrainConfig:
@@ -123,12 +112,8 @@ class TrainConfig(TrainSettings):
 
     def model_settings(self) -> ModelConfig:
         """The ModelConfig this run builds (head-only: no LoRA)."""
-        return ModelConfig(
-            base_model=self.model, head=self.head, lora=self.mode != "head-only", lora_r=self.lora_r,
-            lora_alpha=self.lora_alpha, lora_dropout=self.lora_dropout, target_modules=self.target_modules,
-            qa_template=self.qa_template, system_prompt=self.system_prompt, max_length=self.max_length,
-            dtype=self.dtype, attn_implementation=self.attn_implementation,
-        )
+        fields = self.model_dump(include=set(ModelFields.model_fields) | set(PromptFields.model_fields))
+        return ModelConfig(base_model=self.model, lora=self.mode != "head-only", **fields)
 
     def stage2_epochs(self, n_labels: int) -> int:
         """Epochs for calibration (:func:`stage2_epochs`): as set, else the authors' 50 (<= 10k labels) or 15."""

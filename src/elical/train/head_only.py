@@ -76,20 +76,8 @@ def train_head(model, data: StageData, cfg: TrainConfig, features: torch.Tensor,
     last = validate(0, 0, None)
     best, best_epoch, best_conf, bad, step = math.inf, -1, last, 0, 0
     for epoch in range(stage.epochs):
-        head.train()
-        losses = []
-        for batch in epoch_batches(data.train, cfg.batch_size, cfg.seed, epoch):
-            x, y = features[batch].to(device), targets[batch].to(device)
-            loss = per_question_loss(head(x).squeeze(-1), y, cfg.loss).mean()
-            if not torch.isfinite(loss):
-                raise TrainingError(f"head-only: loss became {loss.item()} at epoch {epoch + 1}; stopped. "
-                                    f"Best model so far: {stage_dir / 'best'}. Lower lr_head_only ({stage.lr}).")
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            losses.append(loss.item())
-            step += 1
+        losses = _head_epoch(head, features, targets, data, cfg, optimizer, scheduler, epoch, stage, stage_dir)
+        step += len(losses)
         last = validate(epoch + 1, step, sum(losses) / len(losses))
         val = history[-1]["val_mse"]
         if not selector.eligible(step):
@@ -111,3 +99,25 @@ def train_head(model, data: StageData, cfg: TrainConfig, features: torch.Tensor,
             "selection_rule": cfg.selection, "lowest_val_epoch": best_epoch, "warmup_steps": warmup,
             "epochs_run": epochs_run, "steps": step, "history": history, "train_size": len(data.train),
             "val_size": len(data.val), "best": str(stage_dir / "best")}
+
+
+def _head_epoch(head: torch.nn.Module, features: torch.Tensor, targets: torch.Tensor, data: StageData,
+                cfg: TrainConfig, optimizer: torch.optim.Optimizer, scheduler: Any, epoch: int, stage: Stage,
+                stage_dir: Path) -> list[float]:
+    """One epoch of the head on cached features (seeded batches, as LoRA stages); the loss of each
+    optimizer step. A non-finite loss stops training."""
+    device = next(head.parameters()).device
+    head.train()
+    losses = []
+    for batch in epoch_batches(data.train, cfg.batch_size, cfg.seed, epoch):
+        x, y = features[batch].to(device), targets[batch].to(device)
+        loss = per_question_loss(head(x).squeeze(-1), y, cfg.loss).mean()
+        if not torch.isfinite(loss):
+            raise TrainingError(f"head-only: loss became {loss.item()} at epoch {epoch + 1}; stopped. "
+                                f"Best model so far: {stage_dir / 'best'}. Lower lr_head_only ({stage.lr}).")
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+    return losses

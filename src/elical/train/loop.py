@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +75,8 @@ def epoch_batches(train: Sequence[int], batch_size: int, seed: int, epoch: int) 
 
 
 def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for _, param in model.named_parameters():
         if param.requires_grad:
             (decay if param.ndim >= 2 else no_decay).append(param)
@@ -90,21 +91,67 @@ def validation_confidences(wrapped, data: StageData, cfg: TrainConfig, accelerat
     return [sigmoid(logits[i]) for i in data.val]
 
 
+SaveBest = Callable[[Any, Path, dict[str, Any]], None]  # (prepared model, folder, info)
+
+
 def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerator, stage_dir: Path,
-              save_best, show_progress: bool = True) -> dict[str, Any]:
+              save_best: SaveBest, show_progress: bool = True) -> dict[str, Any]:
     """Train one stage; ``save_best(wrapped, path, info)`` writes the selected model. Returns a summary.
 
     Every epoch (and once before the first, as epoch 0) the validation MSE and AUROC are recorded in
     ``history.json``; the model kept is chosen by :class:`elical.train.selection.Selector`. A finished
     stage (``done.json``) returns its summary: the trainer has checked that its settings match."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-    from transformers import get_linear_schedule_with_warmup
-
     done_file = stage_dir / "done.json"
     if done_file.exists():
         return json.loads(done_file.read_text())
     if not data.train or not data.val:
         raise ValueError(f"{stage.name}: empty training or validation split")
+    run = _prepare(model, data, stage, cfg, accelerator, stage_dir, save_best)
+    if not run.state.history:  # epoch 0: where the stage starts from
+        run.state.last_confidences = _validate(run, 0, None)
+    _train_epochs(run, show_progress)
+    summary = _select(run)
+    _write_history(stage_dir, run.state.history, accelerator)
+    if accelerator.is_main_process:
+        done_file.write_text(json.dumps(summary, indent=1))
+    accelerator.wait_for_everyone()
+    return summary
+
+
+@dataclass
+class _StageRun:
+    """What the steps of one stage share: its inputs, the prepared model, optimizer and schedule, the
+    resumable state and the selection rule."""
+
+    data: StageData
+    stage: Stage
+    cfg: TrainConfig
+    accelerator: Any
+    stage_dir: Path
+    save_best: SaveBest
+    wrapped: Any
+    optimizer: Any
+    scheduler: Any
+    state: StageState
+    selector: Selector
+    warmup: int
+    total: int
+
+    @property
+    def ckpt(self) -> Path:
+        return self.stage_dir / "checkpoint"
+
+    @property
+    def val_targets(self) -> list[float]:
+        return [self.data.targets[i] for i in self.data.val]
+
+
+def _prepare(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerator, stage_dir: Path,
+             save_best: SaveBest) -> _StageRun:
+    """Optimizer, warm-up schedule and selector of the stage, the model prepared by accelerate (compiled
+    on CUDA), and the state of its checkpoint when there is one (which must be of these settings)."""
+    from transformers import get_linear_schedule_with_warmup
+
     steps_per_epoch = math.ceil(len(data.train) / cfg.batch_size)
     total = steps_per_epoch * stage.epochs
     warmup = math.ceil(cfg.warmup_ratio * total)
@@ -122,82 +169,104 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
     if state.global_step:
         accelerator.print(f"{stage.name}: resuming from {ckpt} (epoch {state.epoch + 1}, "
                           f"step {state.step_in_epoch}/{steps_per_epoch})")
-    val_targets = [data.targets[i] for i in data.val]
+    return _StageRun(data, stage, cfg, accelerator, stage_dir, save_best, wrapped, optimizer, scheduler, state,
+                     selector, warmup, total)
 
-    def validate(epoch: int, train_loss: float | None) -> list[float]:
-        conf = validation_confidences(wrapped, data, cfg, accelerator)
-        state.history.append({"epoch": epoch, "step": state.global_step, "lr": scheduler.get_last_lr()[0],
-                              "train_loss": train_loss,
-                              **validation_metrics(conf, val_targets, data.val_labels())})
-        return conf
 
-    if not state.history:  # epoch 0: where the stage starts from
-        state.last_confidences = validate(0, None)
-    targets = torch.tensor(data.targets, dtype=torch.float32)
-    rank, world = accelerator.process_index, accelerator.num_processes
-    wrapped.train()
+def _validate(run: _StageRun, epoch: int, train_loss: float | None) -> list[float]:
+    """Validation confidences now; their MSE and AUROC go into the stage's history as ``epoch``."""
+    state = run.state
+    conf = validation_confidences(run.wrapped, run.data, run.cfg, run.accelerator)
+    state.history.append({"epoch": epoch, "step": state.global_step, "lr": run.scheduler.get_last_lr()[0],
+                          "train_loss": train_loss,
+                          **validation_metrics(conf, run.val_targets, run.data.val_labels())})
+    return conf
+
+
+def _train_epochs(run: _StageRun, show_progress: bool) -> None:
+    """The stage's remaining epochs (from a checkpoint's step on), each ended by :func:`_end_epoch`."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    state, accelerator = run.state, run.accelerator
+    targets = torch.tensor(run.data.targets, dtype=torch.float32)
+    run.wrapped.train()
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                TextColumn("{task.fields[info]}")]
     with Progress(*columns, disable=not (show_progress and accelerator.is_main_process)) as bar:
-        task = bar.add_task(stage.name, total=total, completed=state.global_step, info="")
-        for epoch in range(state.epoch, state.epoch if state.stopped else stage.epochs):
-            batches = epoch_batches(data.train, cfg.batch_size, cfg.seed, epoch)
+        task = bar.add_task(run.stage.name, total=run.total, completed=state.global_step, info="")
+        for epoch in range(state.epoch, state.epoch if state.stopped else run.stage.epochs):
+            batches = epoch_batches(run.data.train, run.cfg.batch_size, run.cfg.seed, epoch)
             for step in range(state.step_in_epoch, len(batches)):
-                loss = _train_step(wrapped, batches[step], rank, world, data, targets, cfg, accelerator)
-                if not math.isfinite(loss):
-                    optimizer.zero_grad(set_to_none=True)
-                    raise _stopped(f"loss became {loss}", stage, epoch, step, ckpt, stage_dir)
-                if cfg.max_grad_norm:
-                    accelerator.clip_grad_norm_(wrapped.parameters(), cfg.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                state.loss_sum += loss
-                state.loss_steps += 1
-                state.global_step += 1
-                state.step_in_epoch = step + 1
+                _optimizer_step(run, batches[step], targets, epoch, step)
                 bar.update(task, advance=1, info=f"epoch {epoch + 1} loss {state.loss_sum / state.loss_steps:.4f}")
-                if cfg.save_steps and state.global_step % cfg.save_steps == 0 and step + 1 < len(batches):
-                    _check_finite(wrapped, stage, epoch, step, ckpt, stage_dir)
-                    save_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler, state)
-            _check_finite(wrapped, stage, epoch, len(batches) - 1, ckpt, stage_dir)
-            train_loss = state.loss_sum / state.loss_steps if state.loss_steps else float("nan")
-            conf = validate(epoch + 1, train_loss)
-            val = state.history[-1]["val_mse"]
-            eligible = selector.eligible(state.global_step)
-            improved = eligible and val < state.best_val
-            if improved:
-                state.best_val, state.best_epoch, state.best_confidences = val, epoch + 1, conf
-                save_best(wrapped, stage_dir / "best", {"stage": stage.name, "epoch": epoch + 1, "val_mse": val})
-            if eligible:
-                state.bad_epochs = selector.bad_epochs(state.bad_epochs, improved, state.best_confidences, conf,
-                                                       val_targets)
-            state.last_confidences = conf
-            state.epoch, state.step_in_epoch, state.loss_sum, state.loss_steps = epoch + 1, 0, 0.0, 0
-            state.stopped = state.bad_epochs >= cfg.patience
-            save_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler, state)
-            _write_history(stage_dir, state.history, accelerator)
-            auroc = state.history[-1]["val_auroc"]
-            accelerator.print(f"{stage.name} epoch {epoch + 1}: train loss {train_loss:.4f}, val MSE {val:.4f}, "
-                              f"val AUROC {auroc:.3f}{' (lowest after warm-up)' if improved else ''}")
-            if state.stopped:
-                accelerator.print(f"{stage.name}: early stop after {cfg.patience} epochs {selector.stop_reason()}")
-    chosen, reason = selector.final(state.best_epoch, state.epoch, state.best_confidences, state.last_confidences,
-                                    val_targets)
+                if run.cfg.save_steps and state.global_step % run.cfg.save_steps == 0 and step + 1 < len(batches):
+                    _check_finite(run.wrapped, run.stage, epoch, step, run.ckpt, run.stage_dir)
+                    save_checkpoint(run.ckpt, accelerator, run.wrapped, run.optimizer, run.scheduler, state)
+            _end_epoch(run, epoch, len(batches))
+
+
+def _optimizer_step(run: _StageRun, batch: list[int], targets: torch.Tensor, epoch: int, step: int) -> None:
+    """One optimizer step on ``batch`` (stops on a non-finite loss), counted in the stage's state."""
+    accelerator, state = run.accelerator, run.state
+    loss = _train_step(run.wrapped, batch, accelerator.process_index, accelerator.num_processes, run.data, targets,
+                       run.cfg, accelerator)
+    if not math.isfinite(loss):
+        run.optimizer.zero_grad(set_to_none=True)
+        raise _stopped(f"loss became {loss}", run.stage, epoch, step, run.ckpt, run.stage_dir)
+    if run.cfg.max_grad_norm:
+        accelerator.clip_grad_norm_(run.wrapped.parameters(), run.cfg.max_grad_norm)
+    run.optimizer.step()
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    state.loss_sum += loss
+    state.loss_steps += 1
+    state.global_step += 1
+    state.step_in_epoch = step + 1
+
+
+def _end_epoch(run: _StageRun, epoch: int, n_batches: int) -> None:
+    """Validate, keep the model when it is the lowest after warm-up, count epochs towards early stopping,
+    checkpoint and record the history."""
+    state, stage, accelerator = run.state, run.stage, run.accelerator
+    _check_finite(run.wrapped, stage, epoch, n_batches - 1, run.ckpt, run.stage_dir)
+    train_loss = state.loss_sum / state.loss_steps if state.loss_steps else float("nan")
+    conf = _validate(run, epoch + 1, train_loss)
+    val = state.history[-1]["val_mse"]
+    eligible = run.selector.eligible(state.global_step)
+    improved = eligible and val < state.best_val
+    if improved:
+        state.best_val, state.best_epoch, state.best_confidences = val, epoch + 1, conf
+        run.save_best(run.wrapped, run.stage_dir / "best", {"stage": stage.name, "epoch": epoch + 1, "val_mse": val})
+    if eligible:
+        state.bad_epochs = run.selector.bad_epochs(state.bad_epochs, improved, state.best_confidences, conf,
+                                                   run.val_targets)
+    state.last_confidences = conf
+    state.epoch, state.step_in_epoch, state.loss_sum, state.loss_steps = epoch + 1, 0, 0.0, 0
+    state.stopped = state.bad_epochs >= run.cfg.patience
+    save_checkpoint(run.ckpt, accelerator, run.wrapped, run.optimizer, run.scheduler, state)
+    _write_history(run.stage_dir, state.history, accelerator)
+    auroc = state.history[-1]["val_auroc"]
+    accelerator.print(f"{stage.name} epoch {epoch + 1}: train loss {train_loss:.4f}, val MSE {val:.4f}, "
+                      f"val AUROC {auroc:.3f}{' (lowest after warm-up)' if improved else ''}")
+    if state.stopped:
+        accelerator.print(f"{stage.name}: early stop after {run.cfg.patience} epochs {run.selector.stop_reason()}")
+
+
+def _select(run: _StageRun) -> dict[str, Any]:
+    """The epoch the selector keeps (saved as ``best`` when it is not the lowest one, already saved) and
+    the stage's summary."""
+    state, stage, cfg, data = run.state, run.stage, run.cfg, run.data
+    chosen, reason = run.selector.final(state.best_epoch, state.epoch, state.best_confidences, state.last_confidences,
+                                        run.val_targets)
     chosen_val = next(h["val_mse"] for h in state.history if h["epoch"] == chosen)
     if chosen != state.best_epoch:  # the model in memory is the last epoch's
-        save_best(wrapped, stage_dir / "best", {"stage": stage.name, "epoch": chosen, "val_mse": chosen_val,
-                                                "reason": reason})
-    accelerator.print(f"{stage.name}: keeps epoch {chosen} ({reason})")
-    summary = {"stage": stage.name, "best_val_mse": chosen_val, "best_epoch": chosen, "selection": reason,
-               "selection_rule": cfg.selection, "lowest_val_epoch": state.best_epoch, "warmup_steps": warmup,
-               "epochs_run": state.epoch, "steps": state.global_step, "history": state.history,
-               "train_size": len(data.train), "val_size": len(data.val), "best": str(stage_dir / "best")}
-    _write_history(stage_dir, state.history, accelerator)
-    if accelerator.is_main_process:
-        done_file.write_text(json.dumps(summary, indent=1))
-    accelerator.wait_for_everyone()
-    return summary
+        run.save_best(run.wrapped, run.stage_dir / "best", {"stage": stage.name, "epoch": chosen,
+                                                            "val_mse": chosen_val, "reason": reason})
+    run.accelerator.print(f"{stage.name}: keeps epoch {chosen} ({reason})")
+    return {"stage": stage.name, "best_val_mse": chosen_val, "best_epoch": chosen, "selection": reason,
+            "selection_rule": cfg.selection, "lowest_val_epoch": state.best_epoch, "warmup_steps": run.warmup,
+            "epochs_run": state.epoch, "steps": state.global_step, "history": state.history,
+            "train_size": len(data.train), "val_size": len(data.val), "best": str(run.stage_dir / "best")}
 
 
 def _write_history(stage_dir: Path, history: list[dict[str, Any]], accelerator) -> None:

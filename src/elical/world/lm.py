@@ -14,13 +14,16 @@ import string
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elical.world.config import LMConfig, WorldConfig
 from elical.world.corpus import corpus_sentences
 from elical.world.generate import World, generate_world
 from elical.world.questions import QAExample, evaluation_questions, qa_tuning_examples
 from elical.world.tokenizer import build_tokenizer, chat_prompt
+
+if TYPE_CHECKING:
+    import torch
 
 META_FILE = "world_lm.json"
 
@@ -129,7 +132,7 @@ def generate_replies(model, tokenizer, examples: list[QAExample], lm: LMConfig, 
                                      num_return_sequences=k, **common) if k else None
         width = enc["input_ids"].shape[1]
         g = tokenizer.batch_decode(greedy[:, width:], skip_special_tokens=True)
-        s = tokenizer.batch_decode(sampled[:, width:], skip_special_tokens=True) if k else []
+        s = tokenizer.batch_decode(sampled[:, width:], skip_special_tokens=True) if sampled is not None else []
         for i, reply in enumerate(g):
             out.append([reply.strip()] + [x.strip() for x in s[i * k:(i + 1) * k]])
     model.train(was_training)
@@ -179,53 +182,27 @@ def train_world_lm(world_cfg: WorldConfig, lm: LMConfig, out_dir: str | Path, de
     n_params = sum(p.numel() for p in model.parameters())
     log(f"world {world.fingerprint()}: {len(world.people)} people; LM {lm.arch} {n_params / 1e6:.2f}M params on {device}")
     rng = random.Random(lm.seed)
-    corpus = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in corpus_sentences(world)]
-    qa = [encode_qa(tokenizer, e, lm) for e in qa_tuning_examples(world)]
-    unk = tokenizer.unk_token_id
-    n_unk = sum(ids.count(unk) for ids in corpus) + sum(x.count(unk) for x, _ in qa)
-    if n_unk:
-        raise ValueError(f"world tokenizer misses {n_unk} token(s) of the corpus/QA data")
+    corpus, qa = _encoded_data(world, tokenizer, lm)
     chunks, packs = _corpus_chunks(corpus, lm.seq_len, tokenizer.bos_token_id, rng), _qa_packs(
         qa, lm.seq_len, tokenizer.pad_token_id, rng)
     n_qa = max(1, round(lm.batch_size * lm.qa_weight)) if qa else 0
-    n_lm = lm.batch_size - n_qa
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": lm.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=lm.lr, betas=(0.9, 0.95))
-
-    def lr_at(step: int) -> float:
-        if step < lm.warmup_steps:
-            return (step + 1) / lm.warmup_steps
-        progress = (step - lm.warmup_steps) / max(1, lm.steps - lm.warmup_steps)
-        return lm.min_lr_ratio + (1 - lm.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
-
+    opt = _optimizer(model, lm)
     history: list[dict[str, Any]] = []
     model.train()
     start = time.time()
     use_bf16 = device.startswith("cuda")
     for step in range(lm.steps):
-        rows = [next(chunks) for _ in range(n_lm)]
-        ids = [r for r in rows] + []
-        labels = [r for r in rows]
-        for _ in range(n_qa):
-            x, y = next(packs)
-            ids.append(x)
-            labels.append(y)
-        input_ids = torch.tensor(ids, device=device)
-        label_t = torch.tensor(labels, device=device)
-        label_t[input_ids == tokenizer.pad_token_id] = -100
+        input_ids, labels = _batch(chunks, packs, lm.batch_size - n_qa, n_qa, tokenizer.pad_token_id, device)
         for group in opt.param_groups:
-            group["lr"] = lm.lr * lr_at(step)
+            group["lr"] = lm.lr * _lr_factor(step, lm)
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_bf16):
-            loss = model(input_ids=input_ids, labels=label_t).loss
+            loss = model(input_ids=input_ids, labels=labels).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         out_of_time = time_limit is not None and time.time() - start > time_limit
-        last = step + 1 == lm.steps or out_of_time
-        if (step + 1) % probe_every == 0 or last:
+        if (step + 1) % probe_every == 0 or step + 1 == lm.steps or out_of_time:
             entry = {"step": step + 1, "loss": round(loss.item(), 4), "seconds": round(time.time() - start, 1),
                      **probe(model, tokenizer, world, lm)}
             history.append(entry)
@@ -235,6 +212,53 @@ def train_world_lm(world_cfg: WorldConfig, lm: LMConfig, out_dir: str | Path, de
             break
     save_world_lm(model, tokenizer, world, lm, out_dir, history, n_params, time.time() - start, device)
     return history[-1] if history else {}
+
+
+def _encoded_data(world: World, tokenizer, lm: LMConfig) -> tuple[list[list[int]], list[tuple[list[int], list[int]]]]:
+    """Token ids of the corpus sentences and (ids, labels) of the QA examples; a token the world
+    tokenizer lacks is a ValueError."""
+    corpus = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in corpus_sentences(world)]
+    qa = [encode_qa(tokenizer, e, lm) for e in qa_tuning_examples(world)]
+    unk = tokenizer.unk_token_id
+    n_unk = sum(ids.count(unk) for ids in corpus) + sum(x.count(unk) for x, _ in qa)
+    if n_unk:
+        raise ValueError(f"world tokenizer misses {n_unk} token(s) of the corpus/QA data")
+    return corpus, qa
+
+
+def _optimizer(model, lm: LMConfig) -> torch.optim.AdamW:
+    """AdamW (betas 0.9, 0.95) with weight decay on matrices only."""
+    import torch
+
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": lm.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=lm.lr, betas=(0.9, 0.95))
+
+
+def _lr_factor(step: int, lm: LMConfig) -> float:
+    """Linear warm-up, then cosine decay to ``lm.min_lr_ratio`` of the peak learning rate."""
+    if step < lm.warmup_steps:
+        return (step + 1) / lm.warmup_steps
+    progress = (step - lm.warmup_steps) / max(1, lm.steps - lm.warmup_steps)
+    return lm.min_lr_ratio + (1 - lm.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def _batch(chunks: Iterator[list[int]], packs: Iterator[tuple[list[int], list[int]]], n_lm: int, n_qa: int,
+           pad: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input ids, labels) of one step: ``n_lm`` corpus chunks, then ``n_qa`` QA packs; padding is not learnt."""
+    import torch
+
+    ids = [next(chunks) for _ in range(n_lm)]
+    labels = list(ids)
+    for _ in range(n_qa):
+        x, y = next(packs)
+        ids.append(x)
+        labels.append(y)
+    input_ids = torch.tensor(ids, device=device)
+    label_t = torch.tensor(labels, device=device)
+    label_t[input_ids == pad] = -100
+    return input_ids, label_t
 
 
 def save_world_lm(model, tokenizer, world: World, lm: LMConfig, out_dir: str | Path,

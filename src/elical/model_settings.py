@@ -1,0 +1,54 @@
+"""The settings of a confidence model, declared once: the trainer's config inherits them and a saved
+model's :class:`ModelConfig` is built from them (a leaf module: no torch, so configs load fast)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT  # the paper's QA prompt
+
+HeadKind = Literal["linear", "mlp"]
+
+
+class ModelFields(BaseModel):
+    """The backbone, LoRA and head settings that decide a model (``elical run``'s train.settings has them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    head: HeadKind = "linear"
+    lora_r: int = Field(8, ge=1)
+    lora_alpha: int = 16
+    lora_dropout: float = 0.0
+    target_modules: str | list[str] = "all-linear"
+    max_length: int = Field(512, ge=1)
+    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
+    attn_implementation: str = "sdpa"
+
+
+class PromptFields(BaseModel):
+    """The QA prompt a model reads questions in (``elical run`` fills it from its annotate prompts)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    qa_template: str = QA_TEMPLATE
+    system_prompt: str | None = SYSTEM_PROMPT
+
+
+class ModelConfig(PromptFields, ModelFields):
+    """Everything needed to rebuild a ConfidenceModel around its backbone (saved in elical_model.json)."""
+
+    base_model: str = ""
+    lora: bool = True
+    fused_lora: bool = True  # LoRA update added inside the B matmul (see elical.model.fused_lora_forward)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        """The config saved in a model folder; a field it does not know is a ValueError naming it."""
+        known = set(cls.model_fields)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown model config field(s) {unknown}; expected some of {sorted(known)}")
+        return cls(**data)

@@ -1,0 +1,100 @@
+"""The paper's shape as checkable targets: what EliCal should do with few labels, per run.
+
+1. EliCal at the 1k budget reaches at least 95 % of the all-labels AUROC in-domain, on every seed (the
+   all-labels reference of a seed is its best model trained on every label: Cal-Only or EliCal).
+2. EliCal is above Cal-Only out of domain at every budget, with the paired bootstrap interval above 0.
+3. EliCal at the 1k budget is at least as good as the best training-free baseline in-domain.
+
+Each target says whether it is met, and when missed, by how much (from results.csv and differences.csv).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from elical.differences import BEST_BASELINE
+
+
+@dataclass
+class Target:
+    """One target: what it asks, whether it is met (None: not measurable here) and the numbers behind it."""
+
+    claim: str
+    met: bool | None
+    evidence: str
+
+
+def one_k_budget(budgets: list[int]) -> int | None:
+    """The budget that stands for '1k labels': the smallest at or above 1000, else the largest below."""
+    if not budgets:
+        return None
+    above = [b for b in budgets if b >= 1000]
+    return min(above) if above else max(budgets)
+
+
+def paper_targets(results: pd.DataFrame, differences: pd.DataFrame, pool_size: int) -> list[Target]:
+    """The three targets, measured on this run (AUROC; trained budgets below the whole pool)."""
+    auroc = results[results.metric == "auroc"]
+    budgets = sorted({int(b) for b in auroc[auroc.method == "EliCal"].budget if 0 < int(b) < pool_size})
+    return [_ninety_five_every_seed(auroc, one_k_budget(budgets), pool_size),
+            _above_cal_only_ood(differences, budgets + [pool_size]),
+            _versus_training_free(differences, one_k_budget(budgets))]
+
+
+def _ninety_five_every_seed(auroc: pd.DataFrame, budget: int | None, pool_size: int) -> Target:
+    claim = f"EliCal at the 1k budget ({budget} labels) reaches >= 95 % of the all-labels AUROC in-domain on every seed"
+    rows = auroc[auroc.split == "in-domain"]
+    if budget is None:
+        return Target(claim, None, "no EliCal budget below the whole pool")
+    elical = rows[(rows.method == "EliCal") & (rows.budget == budget)].set_index("seed").value
+    full = rows[rows.method.isin(["EliCal", "Cal-Only"]) & (rows.budget == pool_size)].groupby("seed").value.max()
+    ratios = (elical / full).dropna()
+    if ratios.empty:
+        return Target(claim, None, "no all-labels model trained with the same seeds")
+    worst = float(ratios.min())
+    text = ", ".join(f"seed {int(s)}: {100 * r:.1f} %" for s, r in ratios.items())
+    short = "" if worst >= 0.95 else f"; missed by {100 * (0.95 - worst):.1f} points on the worst seed"
+    return Target(claim, worst >= 0.95, f"EliCal / best all-labels model: {text}{short}")
+
+
+def _mean_rows(differences: pd.DataFrame, comparison: str, group: str) -> pd.DataFrame:
+    if differences.empty:
+        return differences
+    return differences[(differences.comparison == comparison) & (differences.seed == "mean")
+                       & (differences.group == group) & (differences.dataset == "average")
+                       & (differences.metric == "auroc")]
+
+
+def _above_cal_only_ood(differences: pd.DataFrame, budgets: list[int]) -> Target:
+    claim = "EliCal is above Cal-Only out of domain at every budget (paired interval above 0)"
+    rows = _mean_rows(differences, "EliCal - Cal-Only", "ood")
+    found = {int(r.budget): r for r in rows.itertuples() if int(r.budget) in budgets}
+    if not found:
+        return Target(claim, None, "no out-of-domain EliCal - Cal-Only difference (no OOD group, or a method not trained)")
+    parts, missed = [], []
+    for budget in sorted(found):
+        r = found[budget]
+        parts.append(f"{budget}: {r.diff:+.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]")
+        if not r.ci_low > 0:
+            missed.append(f"{budget} labels (lower bound {r.ci_low:+.3f})")
+    short = f"; missed at {', '.join(missed)}" if missed else ""
+    return Target(claim, not missed, "EliCal - Cal-Only AUROC by budget: " + "; ".join(parts) + short)
+
+
+def _versus_training_free(differences: pd.DataFrame, budget: int | None) -> Target:
+    claim = f"EliCal at the 1k budget ({budget} labels) is at least as good as the best training-free baseline in-domain"
+    rows = _mean_rows(differences, f"EliCal - {BEST_BASELINE}", "in-domain")
+    row = rows[rows.budget == budget] if budget is not None else rows.iloc[0:0]
+    if row.empty:
+        return Target(claim, None, "no EliCal - best training-free difference at that budget")
+    r = row.iloc[0]
+    diff = float(r["diff"])
+    if math.isnan(diff):
+        return Target(claim, None, "the difference is undefined")
+    short = "" if diff >= 0 else f"; missed by {-diff:.3f} AUROC"
+    return Target(claim, diff >= 0,
+                  f"EliCal - {r.method_b} AUROC {diff:+.3f} "
+                  f"[{float(r.ci_low):.3f}, {float(r.ci_high):.3f}]{short}")
