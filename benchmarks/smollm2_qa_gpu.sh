@@ -58,53 +58,9 @@ else
   POOL=${POOL:-6000}; EVAL=${EVAL:-3000}; K=${K:-20}; BUDGET=${BUDGET:-1000}; EPOCHS1=3; PASSES=20000; LOW=3
   BATCH=128; TOKENS=32; DEVICE=auto; PRECISION=bf16; ANN_BATCH=2560
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$OUT/run.log"
-  # Assets: collect the parts carried so far; join them once all are here.
-  mkdir -p "$ASSETS/parts"
-  for part in .gpu/p*/part.*; do [ -f "$part" ] && mv "$part" "$ASSETS/parts/"; done
-  if [ ! -f "$ASSETS/.complete" ]; then
-    have=$(find "$ASSETS/parts" -name 'part.*' | wc -l)
-    if [ "$have" -lt "$N_PARTS" ]; then log "assets: $have of $N_PARTS parts in $ASSETS/parts; send the next"; exit 0; fi
-    cat "$ASSETS"/parts/part.* | tar -xzf - -C "$ASSETS" && touch "$ASSETS/.complete" && rm -rf "$ASSETS/parts" || exit 1
-  fi
-  # Packages this machine lacks, from the wheels (never shadow an installed torch stack).
-  python3 - "$ASSETS" <<'PY' || exit 1
-import importlib.metadata as md, pathlib, subprocess, sys
-assets = pathlib.Path(sys.argv[1])
-def installed(wheel):
-    try:
-        md.version(wheel.name.split("-")[0])
-        return True
-    except md.PackageNotFoundError:
-        return False
-missing = [str(w) for w in sorted((assets / "whl").glob("*.whl")) if not installed(w)]
-try:  # elical's folder lock needs filelock >= 4.3 (preserve_lock_file); an older one is shadowed from site/
-    from filelock import FileLock
-    FileLock("/tmp/elical-check.lock", preserve_lock_file=True)
-except TypeError:
-    missing += [str(w) for w in (assets / "whl").glob("filelock-*.whl")]
-if missing:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-                    "--no-cache-dir", "--upgrade", "--target", str(assets / "site"), *missing], check=True)
-PY
-  export PYTHONPATH=$PWD/src:$ASSETS/site
-  # SmolLM2 as an HF folder, once: every later load skips GGUF de-quantization.
-  if [ ! -f "$ASSETS/smollm2-hf/config.json" ]; then
-    python3 - "$ASSETS" <<'PY' || exit 1
-import sys
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
-folder, name = sys.argv[1], "SmolLM2-135M-Instruct.Q4_1.gguf"
-kwargs = {"gguf_file": name, "local_files_only": True}
-try:  # newer transformers keep GGUF blocks packed (not serializable) unless told to de-quantize
-    from transformers import GgufConfig
-    kwargs["quantization_config"] = GgufConfig(gguf_file=name, dequantize=True)
-except ImportError:
-    pass
-model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16, **kwargs)
-model.save_pretrained(f"{folder}/smollm2-hf")
-AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True).save_pretrained(f"{folder}/smollm2-hf")
-PY
-  fi
+  # shellcheck source=benchmarks/gpu_setup.sh
+  source "$here/gpu_setup.sh" || exit 1   # parts, wheels, SmolLM2 as an HF folder (shared by the GPU scripts)
+  [ "$GPU_READY" = 1 ] || exit 0
   DATA=$ASSETS/data/qa; MODEL=$ASSETS/smollm2-hf
   printf 'judges: {embedding_model: %s}\n' "$ASSETS/minilm-fp16" > "$ASSETS/annotate.yaml"
   ANNOTATE_CFG="-c $ASSETS/annotate.yaml"

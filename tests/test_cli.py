@@ -79,18 +79,19 @@ def test_run_log_adds_the_models_left_and_the_time_left(tmp_path):
 
     cfg = load_run_config("default")
     total = len(planned_models(cfg))
+    first, second = [k.name for k in planned_models(cfg) if k.method == "cal-only"][:2]
     (tmp_path / "scores").mkdir()
     (tmp_path / "scores" / "eli-only-0-s0.parquet").write_text("")  # done before: this invocation trains the rest
     lines: list[str] = []
     log = cli._RunLog(lines.append, cfg, tmp_path)
     log("subject world: 1440 questions, model m")
-    (tmp_path / "scores" / "cal-only-100-s0.parquet").write_text("")  # the pipeline logs a model once it is scored
-    log("train: cal-only-100-s0 in 10.0s")
-    log("train: cal-only-300-s0 in 20.0s")
+    (tmp_path / "scores" / f"{first}.parquet").write_text("")  # the pipeline logs a model once it is scored
+    log(f"train: {first} in 10.0s")
+    log(f"train: {second} in 20.0s (2 done, 3 queued or running)")  # the parallel form of the line
     assert lines[0] == "subject world: 1440 questions, model m"
     left = total - 1 - 2
-    assert lines[2] == (f"train: cal-only-300-s0 in 20.0s (2/{total - 1} models; ETA {cli._duration(left * 15)} "
-                        "for training, then evaluation, honesty and the report)")
+    assert lines[2] == (f"train: {second} in 20.0s (2 done, 3 queued or running) (2/{total - 1} models; ETA "
+                        f"{cli._duration(left * 15)} for training, then evaluation, honesty and the report)")
     assert [cli._duration(s) for s in (45, 185, 7620)] == ["45s", "3m05s", "2h07m"]
 
 

@@ -26,7 +26,7 @@ def test_presets_load_and_a_yaml_file_overrides_nested_keys(tmp_path):
     assert {"default", "smollm2-geo"} <= set(preset_names())
     base = load_run_config()
     assert base.subject == "world" and base.annotate.k == 20 and len(base.train.seeds) >= 3
-    assert base.train.budgets == [100, 300, 1000, "all"]
+    assert base.train.budgets == [50, 150, 500, "all"] and base.questions.max_train is None
     path = tmp_path / "over.yaml"
     path.write_text("train: {seeds: [7]}\nannotate: {k: 4}\n")
     cfg = load_run_config(path=path)

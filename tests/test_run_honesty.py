@@ -19,17 +19,19 @@ GEO_OVERLAY = importlib.resources.files("elical") / "presets" / "honesty" / "smo
 
 def test_gate_model_is_the_smallest_budget_of_at_least_1000_and_seed_0():
     cfg = load_run_config()
-    assert cfg.honesty is not None and gate_choice(cfg) == (1000, 0)  # on in the default preset
+    assert cfg.honesty is not None and gate_choice(cfg) == (500, 0)  # on in the default preset, which names 500
+    rule = load_run_config(overrides={"honesty": {"budget": None}, "train": {"budgets": [100, 1000, 3000, "all"]}})
+    assert gate_choice(rule) == (1000, 0)
     assert load_run_config(overrides={"honesty": None}).honesty is None
     geo = load_run_config("smollm2-geo", path=str(GEO_OVERLAY))
     assert gate_choice(geo) == (30, 0) and len(geo.honesty.methods) == 5
-    small = load_run_config(overrides={"honesty": {}, "train": {"budgets": [30, "all"], "seeds": [2, 5]}})
+    small = load_run_config(overrides={"honesty": {"budget": None}, "train": {"budgets": [30, "all"], "seeds": [2, 5]}})
     assert gate_choice(small) == ("all", 2)
-    assert gate_choice(load_run_config(overrides={"honesty": {}, "train": {"budgets": [30, 60]}})) == (60, 0)
+    assert gate_choice(load_run_config(overrides={"honesty": {"budget": None}, "train": {"budgets": [30, 60]}})) == (60, 0)
     with pytest.raises(ValueError, match="honesty.budget 5 is not one of train.budgets"):
         gate_choice(load_run_config(overrides={"honesty": {"budget": 5}}))
     with pytest.raises(ValueError, match="needs 'elical'"):
-        gate_choice(load_run_config(overrides={"honesty": {}, "train": {"methods": ["cal-only"]}}))
+        gate_choice(load_run_config(overrides={"honesty": {"budget": None}, "train": {"methods": ["cal-only"]}}))
 
 
 def test_validation_is_the_pool_outside_the_budget_else_a_held_out_share():

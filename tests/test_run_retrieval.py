@@ -29,7 +29,8 @@ TINY = {
 
 
 def test_the_gate_model_follows_the_honesty_rule_and_qa_needs_a_corpus(tmp_path):
-    assert retrieval_gate(load_run_config(overrides={"retrieval": {}})) == (1000, 0)  # default budgets, seed 0
+    budgets = {"budgets": [100, 1000, "all"]}
+    assert retrieval_gate(load_run_config(overrides={"retrieval": {}, "train": budgets})) == (1000, 0)  # seed 0
     assert retrieval_gate(load_run_config(overrides=TINY)) == ("all", 0)
     with pytest.raises(ValueError, match=r"retrieval.budget 5 is not one of train.budgets"):
         retrieval_gate(load_run_config(overrides={"retrieval": {"budget": 5}}))

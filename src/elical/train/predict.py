@@ -86,6 +86,8 @@ def predict_prompts(model: ConfidenceModel, prompts: Sequence[str], tokens_per_b
     if not prompts:
         return []
     seqs, _ = tokenize_prompts(model.tokenizer, prompts, model.config.max_length)
+    # a few short prompts (one served question) fill a row no longer than they are, not 1024 padded tokens
+    row_length = min(row_length, sum(len(s) for s in seqs))
     logits = predict_logits(model, seqs, range(len(seqs)), model.tokenizer.pad_token_id, tokens_per_batch,
                             row_length, progress=progress)
     return [sigmoid(logits[i]) for i in range(len(seqs))]

@@ -1,0 +1,49 @@
+"""What a pre-generation probe of the world LM reaches, against what could be known (issue 12, item 3).
+
+    python benchmarks/world_probe.py --run runs/world-default
+
+On a finished world run: in-domain AUROC for greedy correctness of the exposure count of the fact
+(how often the corpus stated it: an oracle no model sees), of self-consistency over the k samples, and of
+every trained model of seed 0; and, for each trained model, the correlation of its confidence with
+self-consistency (Eli-Only's own training target). Also how many evaluated questions are about a person
+who also has a question in the calibration pool (the world splits by fact, not by person).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    from elical.predictions import read_predictions
+    from elical.records import read_parquet
+
+    evaluated = read_parquet(args.run / "records" / "eval.parquet")
+    pool = read_parquet(args.run / "records" / "train.parquet")
+    people = {r.extra.get("entity") for r in pool}
+    rows = [r for r in evaluated if r.extra.get("group") == "in-domain" and r.greedy_correct is not None]
+    correct = np.array([r.greedy_correct for r in rows])
+    consistency = np.array([np.mean(r.sample_consistent) for r in rows])
+    print(f"machine: {platform.machine()}, {platform.platform()}; run {args.run}")
+    print(f"in-domain questions: {len(rows)}, greedy accuracy {correct.mean():.3f}; about a person with a pool "
+          f"question: {sum(r.extra.get('entity') in people for r in rows)}")
+    print("| confidence | in-domain AUROC | correlation with self-consistency |\n|---|---|---|")
+    print(f"| exposure count (oracle) | {roc_auc_score(correct, [r.extra.get('mentions', 0) for r in rows]):.3f} | |")
+    print(f"| self-consistency (k samples) | {roc_auc_score(correct, consistency):.3f} | 1 |")
+    for scores in sorted((args.run / "scores").glob(f"*-s{args.seed}.parquet")):
+        conf = read_predictions(scores).confidence
+        values = np.array([conf[r.id] for r in rows])
+        print(f"| {scores.stem} | {roc_auc_score(correct, values):.3f} | {np.corrcoef(values, consistency)[0, 1]:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
