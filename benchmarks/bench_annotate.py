@@ -6,13 +6,19 @@ Measures, with the HF backend:
   2. the same for a Qwen2.5-7B-architecture model with random bf16 weights (a tiny Qwen2 on CPU);
      random weights rarely stop early, so every answer runs to max_new_tokens (worst case);
   3. judge calls saved by dedup of identical normalized answers and by the match->LLM cascade on real
-     annotations (``--records``), and the cascade's agreement with the full LLM judge on a sample.
+     annotations (``--records``), and the cascade's agreement with the full LLM judge on a sample;
+  4. ``--sections decode`` (issue 15): SmolLM2 questions/s at k samples with the HF backend's decoding
+     options side by side: ``base`` (dynamic KV cache), ``static`` (static_cache) and ``static+compile``
+     (static_cache + compile_decode: CUDA graphs, GPU only), shared prefix on, alternating rounds after
+     one warm-up each (which compiles; its time is printed), the median ratio to ``base``, and whether
+     the greedy answers stay the same.
 
 Plain and shared-prefix sampling alternate ``--repeats`` times (default 3) after one warm-up each, so a
 drift of the machine touches both sides of every ratio; each run and the median of the per-round
 ratios (shared-prefix / plain answers per second) are printed.
 
 CPU (small):  python benchmarks/bench_annotate.py --size tiny
+Decoding:     python benchmarks/bench_annotate.py --size full --sections decode --model /path/to/smollm2-hf
 GPU (full):   python benchmarks/bench_annotate.py --size full --records runs/x/records.parquet
 Prints the machine first and one table per section.
 """
@@ -150,6 +156,50 @@ def random_qwen(size: str, device: str, tokenizer):
     return model.eval()
 
 
+DECODE_VARIANTS = {"base": {}, "static": {"static_cache": True},
+                   "static+compile": {"static_cache": True, "compile_decode": True}}
+
+
+def decode_backends(model, tok, batch_size: int) -> dict[str, HFBackend]:
+    """An HF backend per decoding variant this machine runs (compile_decode: CUDA only)."""
+    backends = {}
+    for name, options in DECODE_VARIANTS.items():
+        if options.get("compile_decode") and model.device.type != "cuda":
+            print(f"{name}: skipped on {model.device.type} (compile_decode replays CUDA graphs: GPU only)")
+            continue
+        backends[name] = HFBackend(model, tok, batch_size=batch_size, model_name="smollm2", **options)
+    return backends
+
+
+def bench_decode(backends: dict[str, HFBackend], prompts, k: int, max_new: int, repeats: int) -> list[dict]:
+    """Questions/s sampling k answers each, per variant: one warm-up (compiles every shape), then
+    ``repeats`` rounds running the variants in turn; the median rate, the per-round ratios to ``base``
+    and their median, and the share of questions whose greedy tokens equal base's."""
+    sample = GenerationSettings(do_sample=True, n=k, max_new_tokens=max_new)
+    greedy = GenerationSettings(max_new_tokens=max_new)
+    warm, same = {}, {}
+    reference = [g.token_ids for g in backends["base"].generate(prompts, greedy)]
+    for name, backend in backends.items():
+        start = time.perf_counter()
+        backend.generate(prompts, sample)
+        warm[name] = time.perf_counter() - start
+        print(f"warm-up {name}: {warm[name]:.1f} s", flush=True)
+        same[name] = sum(g.token_ids == r for g, r in zip(backend.generate(prompts, greedy), reference)) / len(prompts)
+    seconds: dict[str, list[float]] = {name: [] for name in backends}
+    for run in range(1, repeats + 1):
+        for name, backend in backends.items():
+            seconds[name].append(time_generate(backend, prompts, sample, warm_up=False)["seconds"])
+        print(f"round {run}: " + " | ".join(f"{name} {s[-1]:.2f} s" for name, s in seconds.items()), flush=True)
+    rows = []
+    for name, times in seconds.items():
+        ratios = [b / t for b, t in zip(seconds["base"], times)]
+        rows.append({"variant": name, "questions_per_s_median": len(prompts) / statistics.median(times),
+                     "answers_per_s_median": len(prompts) * k / statistics.median(times),
+                     "x_base_median": statistics.median(ratios), "x_base_per_round": ", ".join(f"{r:.2f}" for r in ratios),
+                     "warm_up_s": warm[name], "greedy_same_as_base": same[name]})
+    return rows
+
+
 def judge_savings(records_path: Path, llm_sample: int, device: str, model=None, tok=None) -> tuple[list[dict], list[dict]]:
     """Judge calls asked vs made, per task, with dedup and with the cascade; agreement of cascade vs LLM."""
     import random
@@ -190,19 +240,25 @@ def judge_savings(records_path: Path, llm_sample: int, device: str, model=None, 
     return rows, agreement
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=["tiny", "full"], default="tiny")
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "qa")
     parser.add_argument("--records", type=Path, help="annotated records for the judge-savings section")
-    parser.add_argument("--smollm2", default="smollm2", help="SmolLM2 alias or path to its .gguf file")
-    parser.add_argument("--sections", default="smollm2,qwen7b,judges")
+    parser.add_argument("--model", "--smollm2", dest="smollm2", default="smollm2",
+                        help="SmolLM2: alias, path to its .gguf file or an HF folder")
+    parser.add_argument("--sections", default="smollm2,qwen7b,judges", help="also: decode")
     parser.add_argument("--llm-sample", type=int, default=None, help="pairs per task for cascade-vs-LLM agreement")
-    parser.add_argument("--repeats", type=int, default=3, help="alternating plain / shared-prefix rounds")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating rounds of the compared variants")
     parser.add_argument("--json", type=Path, help="also write all rows here")
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    return args
+
+
+def main() -> None:
+    args = arguments()
     full = args.size == "full"
     device = "cuda" if torch.cuda.is_available() else "cpu"
     n, k, max_new = (256, 20, 64) if full else (4, 4, 8)
@@ -214,7 +270,7 @@ def main() -> None:
     prompts = [qa_prompt(item) for item in questions(n, args.data)]
     results: dict[str, list[dict]] = {}
     model = tok = None
-    if "smollm2" in sections or ("judges" in sections and llm_sample):
+    if sections & {"smollm2", "decode"} or ("judges" in sections and llm_sample):
         model, tok = smollm2(device, args.smollm2)
     if "smollm2" in sections:
         backend = HFBackend(model, tok, batch_size=(64 * k) if full else 16, model_name="smollm2")
@@ -224,6 +280,10 @@ def main() -> None:
         results["smollm2_ratio"] = [summary]
         print_table("HF backend, SmolLM2-135M-Instruct real weights", results["smollm2"])
         print_table("Shared-prefix / plain sampling, SmolLM2 (median of alternating rounds)", [summary])
+    if "decode" in sections:
+        results["decode"] = bench_decode(decode_backends(model, tok, (64 * k) if full else 16), prompts, k, max_new,
+                                         args.repeats)
+        print_table(f"SmolLM2 decoding options, k={k}, shared prefix ({args.repeats} alternating rounds)", results["decode"])
     if "qwen7b" in sections:
         if tok is None:
             sys.path.insert(0, str(ROOT / "tests"))

@@ -11,6 +11,16 @@ same run and on the same questions (lengths uniform in [30, 80] tokens):
   ``packed+compile``: the same with each decoder layer compiled;
 * ``predict``: elical's prediction path (LoRA merged, packed, inference mode) and a padded batch-16 one.
 
+Speed options of the trainer (issue 15; TrainSettings ``lora_dtype``, ``fused_optimizer``, ``compile_mode``),
+each elical's packed step, compared to ``base`` (the packed step as it runs by default, eager):
+
+* ``bf16lora``: bf16 copies of the LoRA weights made once per step (needs a bf16 backbone: GPU);
+* ``fused``: AdamW's fused kernel;
+* ``compile-layers``: each decoder layer compiled (``compile: true``);
+* ``reduce-overhead``: the whole training forward compiled and replayed as CUDA graphs, micro-batches
+  padded to static shapes (GPU only);
+* ``all``: bf16lora + fused + reduce-overhead (GPU only).
+
 Model FLOPs: 4*N*T for training, 2*N*T for prediction (N non-embedding parameters, T real tokens).
 Under ``accelerate launch`` the packed training variant runs data-parallel (DDP) and reports both the
 total and the per-GPU rate.
@@ -21,6 +31,8 @@ load) touches both sides of every ratio. Every round's time and ratio is printed
 median rate and the median of the per-round ratios. The machine and the table are printed last.
 
 CPU (small):  python benchmarks/bench_train.py --size tiny --questions 64
+Speed options: python benchmarks/bench_train.py --size smollm2 --batch-size 32 128 --tokens-per-batch 4096 \
+                   --variants base,bf16lora,fused,compile-layers,reduce-overhead,all
 """
 
 from __future__ import annotations
@@ -37,6 +49,9 @@ from types import SimpleNamespace
 
 import torch
 
+SPEED_VARIANTS = ("base", "bf16lora", "fused", "compile-layers", "reduce-overhead", "all")
+CUDA_ONLY = {"bf16lora": "needs a bf16 backbone (GPU)", "reduce-overhead": "CUDA graphs need a GPU",
+             "all": "CUDA graphs need a GPU"}
 PEAK_TFLOPS = 790.0  # dense bf16 peak measured on the H100/H200 cards (gpu.md)
 
 QWEN25_7B = {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
@@ -151,26 +166,32 @@ def run_authors(model, seqs, targets, device, batch: int = 16, accum: int = 8) -
     return time.perf_counter() - start
 
 
-def run_packed(wrapped, optimizer, seqs, targets, accelerator, tokens_per_batch: int, batch_size: int = 512) -> float:
-    """elical's trainer step over the questions (this process's share under DDP); returns seconds."""
+def run_packed(wrapped, optimizer, seqs, targets, accelerator, tokens_per_batch: int, batch_size: int = 512,
+               speed=None) -> float:
+    """elical's trainer step over the questions (this process's share under DDP), with the speed options
+    of ``speed`` (an elical.train.speed.StepSpeed; None: the default step); returns seconds."""
     from elical.train.config import TrainConfig
     from elical.train.loop import StageData, _train_step
+    from elical.train.speed import keep_grads
 
     cfg = TrainConfig(model="bench", batch_size=batch_size, tokens_per_batch=tokens_per_batch, row_length=1024)
     pad = accelerator.unwrap_model(wrapped).tokenizer.pad_token_id
     data = StageData(seqs, targets, list(range(len(seqs))), [], pad)
     target = torch.tensor(targets)
+    static = speed is not None and speed.static
+    if static:
+        keep_grads(wrapped)  # as the trainer does under CUDA graphs
     wrapped.train()
     sync(accelerator.device)
     start = time.perf_counter()
     for b in range(0, len(seqs), batch_size):
         batch = list(range(b, min(b + batch_size, len(seqs))))
         loss = _train_step(wrapped, batch, accelerator.process_index, accelerator.num_processes, data, target,
-                           cfg, accelerator)
+                           cfg, accelerator, speed)
         assert math.isfinite(loss), loss
         accelerator.clip_grad_norm_(wrapped.parameters(), 1.0)
         optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad(set_to_none=not static)
     sync(accelerator.device)
     return time.perf_counter() - start
 
@@ -219,9 +240,34 @@ def compile_switch(model) -> Callable[[bool], None]:
     return switch
 
 
+def speed_variant(name: str, wrapped, accelerator, seqs, targets, tokens: int, batch_size: int,
+                  layers: Callable[[bool], None]) -> Callable[[], float]:
+    """One of SPEED_VARIANTS, set up as the trainer sets it up (elical.train.speed.step_speed) with its own
+    optimizer; both are made at its first run (the warm-up, which also compiles)."""
+    from elical.train.config import TrainConfig
+    from elical.train.loop import _optimizer
+    from elical.train.speed import step_speed
+
+    graphs = {"compile": True, "compile_mode": "reduce-overhead"}
+    options = {"base": {"compile": False}, "bf16lora": {"compile": False, "lora_dtype": "bf16"},
+               "fused": {"compile": False, "fused_optimizer": True}, "compile-layers": {"compile": True},
+               "reduce-overhead": graphs, "all": {**graphs, "lora_dtype": "bf16", "fused_optimizer": True}}[name]
+    cfg = TrainConfig(model="bench", **options)
+    made: dict = {}
+
+    def go() -> float:
+        if not made:
+            made["optimizer"] = _optimizer(accelerator.unwrap_model(wrapped), 5e-5, 0.1, cfg.fused_optimizer)
+            made["speed"] = step_speed(wrapped, cfg, accelerator)
+        layers(name == "compile-layers")
+        return run_packed(wrapped, made["optimizer"], seqs, targets, accelerator, tokens, batch_size, made["speed"])
+    return go
+
+
 @dataclass
 class Variant:
-    """One timed way of doing the work; ``seconds`` holds one entry per round."""
+    """One timed way of doing the work; ``seconds`` holds one entry per round; ratios are taken to
+    ``reference`` (None: the group's authors' recipe, if any)."""
 
     name: str
     run: Callable[[], float]
@@ -230,6 +276,58 @@ class Variant:
     seconds: list[float] = field(default_factory=list)
     peak_gib: float = 0.0
     failure: str = ""
+    reference: Variant | None = None
+    warmup_s: float = 0.0
+
+
+def skip_reason(name: str, device: torch.device, world: int) -> str | None:
+    """Why this machine cannot run speed variant ``name`` (None: it can)."""
+    if device.type != "cuda" and name in CUDA_ONLY:
+        return CUDA_ONLY[name]
+    if world > 1 and name in ("bf16lora", "all"):
+        return "bf16 LoRA copies train on one process"
+    return None
+
+
+def speed_variants(names: list[str], shapes: list[tuple[int, int]], flops: float, make, device: torch.device,
+                   world: int) -> list[Variant]:
+    """The SPEED_VARIANTS asked for, per (tokens, batch size), each referred to ``base`` of its shape;
+    ``make(name, tokens, batch_size)`` gives a variant's run. Those this machine cannot run are named."""
+    for name in names:
+        if why := skip_reason(name, device, world):
+            print(f"{name}: skipped on this machine ({why})")
+    runnable = [name for name in names if not skip_reason(name, device, world)]
+    out = []
+    for tokens, batch_size in shapes:
+        base = None
+        for name in runnable:
+            variant = Variant(f"{name} {tokens} tok b{batch_size}", make(name, tokens, batch_size), flops,
+                              f"{world} process(es)", reference=base)
+            base = variant if name == "base" else base
+            out.append(variant)
+    return out
+
+
+def run_rounds(group: list[Variant], timed: Callable[[Variant], float | None], repeats: int, deadline: float,
+               say: Callable[..., None]) -> None:
+    """One warm-up of each variant (compilation, CUDA graph capture: timed apart), then ``repeats`` rounds
+    running every variant in turn, none started after ``deadline`` (a perf_counter time)."""
+    for variant in group:
+        start = time.perf_counter()
+        timed(variant)
+        variant.warmup_s = time.perf_counter() - start
+        say(f"warm-up {variant.name}: {variant.warmup_s:.1f} s", flush=True)
+    for round_ in range(1, repeats + 1):
+        if time.perf_counter() > deadline:
+            say(f"round {round_}: skipped (time budget spent)")
+            break
+        parts = []
+        for variant in (v for v in group if not v.failure):
+            seconds = timed(variant)
+            if seconds is not None:
+                variant.seconds.append(seconds)
+                parts.append(f"{variant.name} {seconds:.2f} s")
+        say(f"round {round_}: " + " | ".join(parts), flush=True)
 
 
 def main() -> None:
@@ -242,7 +340,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, nargs="+", default=[512],
                         help="questions per optimizer step (the paper's effective batch: 512)")
     parser.add_argument("--predict-tokens", type=int, default=32768)
-    parser.add_argument("--variants", nargs="+", default=["authors", "packed", "compile", "predict"])
+    parser.add_argument("--variants", nargs="+", default=["authors", "packed", "compile", "predict"],
+                        help="authors, packed, compile, predict and the speed options "
+                             f"{', '.join(SPEED_VARIANTS)} (spaces or commas between them)")
     parser.add_argument("--attn", default="sdpa")
     parser.add_argument("--repeats", type=int, default=3,
                         help="rounds after one warm-up; each round runs the authors' recipe and every variant in turn")
@@ -250,6 +350,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    args.variants = [v for arg in args.variants for v in arg.split(",") if v]
+    known = {"authors", "packed", "compile", "predict", *SPEED_VARIANTS}
+    if unknown := set(args.variants) - known:
+        parser.error(f"unknown variant(s) {sorted(unknown)}; expected some of {sorted(known)}")
 
     from accelerate import Accelerator
 
@@ -271,7 +375,9 @@ def main() -> None:
     optimizer = _optimizer(model, 5e-5, 0.1)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     base = accelerator.unwrap_model(wrapped)
-    compiled = compile_switch(base) if "compile" in args.variants else (lambda on: None)
+    layered = {"compile", "compile-layers"} & set(args.variants)
+    compiled = compile_switch(base) if layered else (lambda on: None)
+    torch._dynamo.config.recompile_limit = 64  # the whole-model variants: a few static shapes each
 
     def train(compile_on: bool, tokens: int, bs: int) -> Callable[[], float]:
         def go() -> float:
@@ -304,6 +410,9 @@ def main() -> None:
                  for t, b in shapes if "packed" in args.variants]
     training += [Variant(f"elical packed+compile {t} b{b}", train(True, t, b), train_flops, "decoder layers compiled")
                  for t, b in shapes if "compile" in args.variants]
+    training += speed_variants([v for v in SPEED_VARIANTS if v in args.variants], shapes, train_flops,
+                               lambda name, t, b: speed_variant(name, wrapped, accelerator, seqs, targets, t, b,
+                                                                compiled), device, world)
     predicting = []
     if "predict" in args.variants and world == 1:
         predicting = [Variant("authors-like predict b16", predict(False, False), predict_flops,
@@ -331,42 +440,39 @@ def main() -> None:
                 torch.cuda.empty_cache()
         return seconds
 
-    for group in (training, predicting):
-        for variant in group:  # warm-up
-            timed(variant)
-        for round_ in range(1, args.repeats + 1):
-            if time.perf_counter() - started > args.time_budget:
-                accelerator.print(f"round {round_}: skipped (time budget of {args.time_budget:.0f} s spent)")
-                break
-            parts = []
-            for variant in (v for v in group if not v.failure):
-                seconds = timed(variant)
-                if seconds is not None:
-                    variant.seconds.append(seconds)
-                    parts.append(f"{variant.name} {seconds:.2f} s")
-            accelerator.print(f"round {round_}: " + " | ".join(parts), flush=True)
+    for group in (g for g in (training, predicting) if g):
+        run_rounds(group, timed, args.repeats, started + args.time_budget, accelerator.print)
 
     if accelerator.is_main_process:
         print(f"\nmachine: {machine(device)}; processes: {world}; model: {size} ({n_params / 1e9:.2f}B "
               f"non-embedding params), {len(seqs)} questions of {args.min_len}-{args.max_len} tokens "
               f"({real_tokens} real tokens); peak {PEAK_TFLOPS:.0f} TFLOP/s; {args.repeats} alternating rounds")
-        print("| variant | median q/s per GPU | TFLOP/s per GPU | % of peak | median x authors | x authors per round "
-              "| note |")
-        print("|---|---|---|---|---|---|---|")
-        for group in (training, predicting):
-            authors = group[0] if group and group[0].name.startswith("authors") else None
-            for variant in group:
-                if not variant.seconds:
-                    print(f"| {variant.name} | | | | | | {variant.failure or 'not run: time budget'} |")
-                    continue
-                qps = len(seqs) / statistics.median(variant.seconds) / world
-                tflops = variant.flops_per_token * real_tokens / statistics.median(variant.seconds) / 1e12 / world
-                ratios = ([a / v for a, v in zip(authors.seconds, variant.seconds)]
-                          if authors is not None and authors.seconds and variant is not authors else [])
-                note = variant.note + (f"; peak mem {variant.peak_gib:.0f} GiB" if device.type == "cuda" else "")
-                print(f"| {variant.name} | {qps:.1f} | {tflops:.1f} | {100 * tflops / PEAK_TFLOPS:.1f} | "
-                      f"{f'{statistics.median(ratios):.2f}' if ratios else ''} | "
-                      f"{', '.join(f'{r:.2f}' for r in ratios)} | {note} |")
+        print_table([training, predicting], len(seqs), real_tokens, world, device)
+
+
+def print_table(groups: list[list[Variant]], questions: int, real_tokens: int, world: int,
+                device: torch.device) -> None:
+    """Median rate of every variant and the median of its per-round ratios to its reference (the speed
+    options: ``base`` of the same shape; the others: the authors' recipe)."""
+    print("| variant | median q/s per GPU | TFLOP/s per GPU | % of peak | median x ref | x ref per round | ref "
+          "| warm-up s | note |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for group in groups:
+        authors = group[0] if group and group[0].name.startswith("authors") else None
+        for variant in group:
+            if not variant.seconds:
+                print(f"| {variant.name} | | | | | | | | {variant.failure or 'not run: time budget'} |")
+                continue
+            median = statistics.median(variant.seconds)
+            qps = questions / median / world
+            tflops = variant.flops_per_token * real_tokens / median / 1e12 / world
+            ref = variant.reference or authors
+            ratios = ([a / v for a, v in zip(ref.seconds, variant.seconds)]
+                      if ref is not None and ref.seconds and variant is not ref else [])
+            note = variant.note + (f"; peak mem {variant.peak_gib:.0f} GiB" if device.type == "cuda" else "")
+            print(f"| {variant.name} | {qps:.1f} | {tflops:.1f} | {100 * tflops / PEAK_TFLOPS:.1f} | "
+                  f"{f'{statistics.median(ratios):.2f}' if ratios else ''} | {', '.join(f'{r:.2f}' for r in ratios)} "
+                  f"| {ref.name if ratios and ref else ''} | {variant.warmup_s:.0f} | {note} |")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ On a finished world run: in-domain AUROC for greedy correctness of the exposure 
 (how often the corpus stated it: an oracle no model sees), of self-consistency over the k samples, and of
 every trained model of seed 0; and, for each trained model, the correlation of its confidence with
 self-consistency (Eli-Only's own training target). Also how many evaluated questions are about a person
-who also has a question in the calibration pool (the world splits by fact, not by person).
+who also has a question in the calibration pool (the world splits by fact, not by person), and how well
+Eli-Only fits its target on the pool it was trained on (a probe that cannot fit its own training
+questions is limited by what the hidden state holds, not by labels or generalisation).
 """
 
 from __future__ import annotations
@@ -43,6 +45,20 @@ def main() -> None:
         conf = read_predictions(scores).confidence
         values = np.array([conf[r.id] for r in rows])
         print(f"| {scores.stem} | {roc_auc_score(correct, values):.3f} | {np.corrcoef(values, consistency)[0, 1]:.3f} |")
+    training_fit(args.run / "models" / f"eli-only-0-s{args.seed}", pool)
+
+
+def training_fit(model_dir: Path, pool: list) -> None:
+    """Eli-Only's fit of self-consistency on its own calibration pool (its training and validation questions)."""
+    from elical.model import ConfidenceModel
+    from elical.train.predict import predict_records
+
+    model = ConfidenceModel.from_pretrained(model_dir, device="cpu")
+    predicted = np.array(predict_records(model, pool, show_progress=False))
+    target = np.array([np.mean(r.sample_consistent) for r in pool])
+    print(f"\n{model_dir.name} on its {len(pool)} pool questions: correlation with self-consistency "
+          f"{np.corrcoef(predicted, target)[0, 1]:.3f}, mean squared error {np.mean((predicted - target) ** 2):.4f} "
+          f"(predicting the mean everywhere: {np.var(target):.4f})")
 
 
 if __name__ == "__main__":

@@ -337,6 +337,10 @@ class ConfidenceModel(nn.Module):
             return self.head(pooled).squeeze(-1).float()
 
 
+# Attribute of a LoRA Linear holding (A, B) weight copies that fused_lora_forward reads instead of the weights.
+LORA_COPY_ATTR = "elical_lora_copy"
+
+
 def fused_lora_forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     """peft's LoRA Linear forward with the update ``s * B(A x)`` accumulated in place into the base
     output by one GEMM (``addmm_``): no separate tensors for ``B(A x)``, its scaling and the sum, which
@@ -348,12 +352,17 @@ def fused_lora_forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torc
         return type(self).forward(self, x, *args, **kwargs)
     name = adapters[0]
     result = self.base_layer(x)
-    lora_a = self.lora_A[name]
-    xa = lora_a(self.lora_dropout[name](self._cast_input_dtype(x, lora_a.weight.dtype)))
+    copy = getattr(self, LORA_COPY_ATTR, None)  # (A, B) in the compute dtype, see elical.train.speed.LoraCopies
+    if copy is None:
+        lora_a = self.lora_A[name]
+        xa = lora_a(self.lora_dropout[name](self._cast_input_dtype(x, lora_a.weight.dtype)))
+        weight_b = self.lora_B[name].weight
+    else:
+        xa = nn.functional.linear(self.lora_dropout[name](x), copy[0])
+        weight_b = copy[1]
     flat = result.view(-1, result.shape[-1])
     # The base output is not saved for backward by the linear layer, so it can be updated in place.
-    flat.addmm_(xa.reshape(-1, xa.shape[-1]).to(result.dtype), self.lora_B[name].weight.to(result.dtype).t(),
-                alpha=self.scaling[name])
+    flat.addmm_(xa.reshape(-1, xa.shape[-1]).to(result.dtype), weight_b.to(result.dtype).t(), alpha=self.scaling[name])
     return result
 
 

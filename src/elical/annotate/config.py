@@ -24,8 +24,13 @@ ConsistencyJudgeKind = Literal["answer", "match", "exact", "embedding", "llm", "
 # Settings of how, not what, is annotated (a rerun may change them and resume): where the model runs
 # (device, server address and key), speed (batch_size, shared_prefix, chunk_size, concurrency), timeouts,
 # retries, the shard index and the engine (local or Ray, and vLLM's engine settings).
-RESUMABLE = {"device", "base_url", "api_key_env", "batch_size", "shared_prefix", "chunk_size", "concurrency",
-             "connect_timeout", "read_timeout", "retries", "shard", "engine", "ray", "vllm"}
+RESUMABLE = {"device", "base_url", "api_key_env", "batch_size", "shared_prefix", "static_cache", "compile_decode",
+             "chunk_size", "concurrency", "connect_timeout", "read_timeout", "retries", "shard", "engine", "ray",
+             "vllm"}
+# Decoding options that are recorded when on: on one H200 in bf16 the static KV cache changed the greedy
+# answer of 45 % of SmolLM2's questions (benchmarks/results/bench_annotate_smollm2_speed_h200.txt), so a
+# folder annotated with them is not resumed without them (nor the reverse); off, they leave fingerprints as before.
+RECORDED_WHEN_ON = ("static_cache", "compile_decode")
 RESUMABLE_JUDGE = {"batch_size", "cache"}
 
 
@@ -79,6 +84,9 @@ class AnnotateConfig(YamlConfig):
     seed: int = 0
     batch_size: int = Field(64, ge=1)  # sequences per generate call (HF); prompts per call = batch_size // k
     shared_prefix: bool = True
+    static_cache: bool = False  # hf backend: decode into a fixed-shape KV cache (float32 on CPU: the same greedy
+    # answers; bf16 on an H200: 45 % of them differed, and it was not faster; see RECORDED_WHEN_ON)
+    compile_decode: bool = False  # hf backend, CUDA, with static_cache: decoding step compiled as CUDA graphs
     chunk_size: int = Field(256, ge=1)  # questions per output shard file
     retries: int = Field(2, ge=0)
     shard: str = "0/1"
@@ -127,6 +135,14 @@ class AnnotateConfig(YamlConfig):
             raise ValueError("the openai backend needs base_url (e.g. http://127.0.0.1:8000/v1)")
         return self
 
+    @model_validator(mode="after")
+    def _decode_speed_is_hf(self) -> AnnotateConfig:
+        if (self.static_cache or self.compile_decode) and self.backend != "hf":
+            raise ValueError(f"static_cache and compile_decode apply to the hf backend, not {self.backend}")
+        if self.compile_decode and not self.static_cache:
+            raise ValueError("compile_decode needs static_cache: true (the compiled step reads a fixed-shape KV cache)")
+        return self
+
     @field_serializer("base_url", when_used="json")
     def _redacted_url(self, value: str | list[str] | None) -> str | list[str] | None:
         """Saved configs (YAML, fingerprints) never hold the URLs' credentials."""
@@ -136,6 +152,7 @@ class AnnotateConfig(YamlConfig):
         """The settings that decide the records (an annotation folder's fingerprint): every one but
         those that change how, not what, is annotated, so changing these never blocks a resume."""
         data = self.model_dump(mode="json", exclude=RESUMABLE)
+        data.update({name: True for name in RECORDED_WHEN_ON if getattr(self, name)})
         data["judges"] = {k: v for k, v in data["judges"].items() if k not in RESUMABLE_JUDGE}
         data["judges"]["versions"] = {"correctness": judge_version(self.judges.correctness),
                                       "consistency": judge_version(self.judges.consistency)}

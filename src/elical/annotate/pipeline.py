@@ -67,16 +67,26 @@ def _versions() -> dict[str, str]:
 # ---------------------------------------------------------------------------- generation with retries
 
 
+@dataclass(frozen=True)
+class Failure:
+    """Why a prompt has no generations (its batch and every retry raised)."""
+
+    reason: str
+
+
+Outcome = list[Generation] | Failure  # a prompt's generations, or why it failed
+
+
 def generate_safely(
     backend: Backend, prompts: Sequence[Prompt], settings: GenerationSettings, retries: int
-) -> list[list[Generation] | str]:
+) -> list[Outcome]:
     """Per prompt, its n generations or the reason it failed: the batch is tried once, then each
     prompt of a failed batch alone, up to ``retries`` more times."""
     try:
         return list(group(backend.generate(prompts, settings), settings.n))
     except Exception as err:  # noqa: BLE001 - any backend error is retried per question, then recorded
         batch_error = f"{type(err).__name__}: {err}"
-    out: list[list[Generation] | str] = []
+    out: list[Outcome] = []
     for prompt in prompts:
         reason = batch_error
         for _ in range(max(1, retries)):
@@ -86,7 +96,7 @@ def generate_safely(
             except Exception as err:  # noqa: BLE001
                 reason = f"{type(err).__name__}: {err}"
         else:
-            out.append(f"generation failed after {1 + max(1, retries)} tries: {reason}"[:500])
+            out.append(Failure(f"generation failed after {1 + max(1, retries)} tries: {reason}"[:500]))
     return out
 
 
@@ -111,8 +121,8 @@ def annotate_batch(
     for i, (item, prompt, g, s) in enumerate(zip(items, prompts, greedy, samples)):
         rec = _new_record(item, backend.render(prompt), meta)
         records.append(rec)
-        if isinstance(g, str) or isinstance(s, str):
-            rec.failure = next(x for x in (g, s) if isinstance(x, str))  # the first step that failed
+        if isinstance(g, Failure) or isinstance(s, Failure):
+            rec.failure = next(x for x in (g, s) if isinstance(x, Failure)).reason  # the first step that failed
             continue
         answer = g[0]
         _add_answers(rec, answer, s, {name: replies[i] for name, replies in verbal.items()})
@@ -132,9 +142,6 @@ def annotate_batch(
     return records
 
 
-Outcome = list[Generation] | str  # a prompt's generations, or why it failed
-
-
 def _generations(
     items: Sequence[QAItem], prompts: Sequence[Prompt], backend: Backend, config: AnnotateConfig,
     verbal_examples: Sequence[tuple[QAItem, float]],
@@ -143,7 +150,7 @@ def _generations(
     whose greedy answer failed are not sampled."""
     greedy = generate_safely(backend, prompts, config.greedy_settings(), config.retries)
     samples: list[Outcome] = [[] for _ in items]
-    alive = [i for i, g in enumerate(greedy) if not isinstance(g, str)]
+    alive = [i for i, g in enumerate(greedy) if not isinstance(g, Failure)]
     if config.k > 0 and alive:
         sampled = generate_safely(backend, [prompts[i] for i in alive], config.sample_settings(), config.retries)
         for i, s in zip(alive, sampled):
@@ -181,7 +188,7 @@ def _add_answers(rec: Record, answer: Generation, samples: Sequence[Generation],
     if samples and all(x.token_logprobs is not None for x in samples):
         rec.sample_logprobs = [list(x.token_logprobs or []) for x in samples]
     for name, reply in verbal.items():
-        if not isinstance(reply, str):  # a failed verbal prompt leaves the key out
+        if not isinstance(reply, Failure):  # a failed verbal prompt leaves the key out
             rec.verbal[name] = reply[0].text
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from elical.annotate.backends.base import Backend
 from elical.annotate.judges import Judge, JudgeQuery
-from elical.annotate.pipeline import generate_safely
+from elical.annotate.pipeline import Failure, generate_safely
 from elical.records import Record
 from elical.retrieval.augment import augmented_prompt, record_item
 from elical.retrieval.config import RetrievalSettings
@@ -43,7 +43,7 @@ def answer_with_retrieval(records: Sequence[Record], retriever: Retriever, backe
     for start in range(0, len(prompts), settings.batch_size):
         batch = generate_safely(backend, prompts[start : start + settings.batch_size], settings.generation(),
                                 settings.retries)
-        answers.extend(None if isinstance(g, str) else g[0].text for g in batch)
+        answers.extend(None if isinstance(g, Failure) else g[0].text for g in batch)
     queries = [JudgeQuery("correctness", item.question, answer, tuple(item.answers),
                           tuple(item.choices) if item.choices else None)
                for item, answer in zip(items, answers) if answer is not None]

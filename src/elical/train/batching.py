@@ -110,6 +110,29 @@ def packed_batches(
     return batches
 
 
+def pad_batch(batch: Batch, rows: int, questions: int, pad_id: int) -> Batch:
+    """A packed ``batch`` grown to ``rows`` rows and ``questions`` pooled positions, so that micro-batches
+    share static shapes (what CUDA graphs replay). Added rows are padding in one segment of their own;
+    added pooled positions read position 0 and their logits are dropped (``order`` lists the real
+    questions, which come first), so the loss and its gradients are those of ``batch``."""
+    have, length = batch.input_ids.shape
+    n = len(batch.order)
+    if batch.attention_mask is not None or rows < have or questions < n:
+        raise ValueError(f"cannot pad a batch of {have} rows and {n} questions to {rows} rows and {questions} "
+                         "questions (packed batches only)")
+    extra = rows - have
+    ids = torch.cat([batch.input_ids, torch.full((extra, length), pad_id, dtype=torch.long)])
+    pos = torch.cat([batch.position_ids, torch.arange(length).repeat(extra, 1)])
+    pool = torch.cat([batch.pool_index, torch.zeros(questions - n, dtype=torch.long)])
+    return Batch(ids, pos, pool, batch.order, batch.real_tokens)
+
+
+def static_rows(rows: int, most: int) -> int:
+    """Rows a packed batch of ``rows`` is padded to: the next power of two, at most ``most`` (so a few
+    shapes, each captured once, serve every micro-batch)."""
+    return min(max(most, rows), 1 << (rows - 1).bit_length())
+
+
 def padded_batch(seqs: Sequence[Sequence[int]], indices: Sequence[int], pad_id: int,
                  side: str = "right") -> Batch:
     """One batch padded to its longest sequence, on either side, with matching position ids."""

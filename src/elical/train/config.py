@@ -15,8 +15,11 @@ Mode = Literal["eli-only", "cal-only", "elical", "head-only"]
 # Settings that change how fast a model trains or where it is written, not the model: changing them
 # never blocks a resume (every other setting is part of a stage's recorded settings, see trainer.py).
 # Packing, micro-batches, compilation and the attention kernel only reorder floating-point sums.
+# bf16 LoRA copies give the same numbers as autocast's casts (elical.train.speed), a fused AdamW the same
+# update in one kernel.
 SPEED_SETTINGS = frozenset({"output_dir", "micro_batch_size", "packing", "tokens_per_batch", "row_length",
-                            "compile", "attn_implementation", "save_steps"})
+                            "compile", "compile_mode", "lora_dtype", "fused_optimizer", "attn_implementation",
+                            "save_steps"})
 
 
 def stage2_epochs(n_labels: int, epochs: int | None = None, passes: int | None = None, min_epochs: int = 3,
@@ -68,7 +71,18 @@ class TrainSettings(YamlConfig, ModelFields):
     packing: bool = True
     tokens_per_batch: int = 8192
     row_length: int = 1024
-    compile: bool | None = Field(None, description="compile decoder layers (None: on when training on CUDA)")
+    compile: bool | None = Field(None, description="compile the model (None: on when training on CUDA)")
+    compile_mode: Literal["layers", "model", "reduce-overhead"] = Field(
+        "layers", description=(
+            "what `compile` compiles: layers (each decoder layer, dynamic shapes), model (the whole training "
+            "forward), reduce-overhead (the whole training forward replayed as CUDA graphs; micro-batches are "
+            "padded to static shapes, so it needs packing)"))
+    lora_dtype: Literal["float32", "bf16"] = Field(
+        "float32", description=(
+            "bf16: the forward reads bf16 copies of the float32 LoRA weights, made once per optimizer step in "
+            "one batched cast, instead of autocast casting each weight in each forward (same numbers; "
+            "float32 weights, gradients and AdamW states are kept); needs a bf16 backbone and one process"))
+    fused_optimizer: bool = Field(False, description="AdamW's fused kernel (torch.optim.AdamW(fused=True))")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"
     save_steps: int = Field(200, ge=0, description="optimizer steps between mid-epoch checkpoints (0: epoch ends only)")
 
@@ -82,6 +96,9 @@ class TrainSettings(YamlConfig, ModelFields):
     def _positive_sizes(self) -> Self:
         if self.batch_size < 1 or self.tokens_per_batch < 1 or self.row_length < 1:
             raise ValueError("batch_size, tokens_per_batch and row_length must be positive")
+        if self.compile_mode == "reduce-overhead" and not self.packing:
+            raise ValueError("compile_mode reduce-overhead needs packing: true (CUDA graphs need the static "
+                             "micro-batch shapes of packed rows)")
         return self
 
 
@@ -99,6 +116,8 @@ class TrainConfig(PromptFields, TrainSettings):
     def _compile_needs_lora(self) -> TrainConfig:
         if self.mode == "head-only" and self.compile:
             raise ValueError("compile applies to LoRA training, not to head-only mode")
+        if self.mode == "head-only" and self.lora_dtype != "float32":
+            raise ValueError("lora_dtype applies to LoRA training, not to head-only mode")
         return self
 
     @classmethod

@@ -20,11 +20,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from elical.train.batching import make_batches
+from elical.train.batching import make_batches, pad_batch, static_rows
 from elical.train.checkpoint import StageState, load_checkpoint, save_checkpoint
 from elical.train.config import TrainConfig
 from elical.train.predict import predict_logits, sigmoid
 from elical.train.selection import Selector, validation_metrics
+from elical.train.speed import StepSpeed, compiling, step_speed
 
 
 class TrainingError(RuntimeError):
@@ -74,14 +75,16 @@ def epoch_batches(train: Sequence[int], batch_size: int, seed: int, epoch: int) 
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
+def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float, fused: bool = False) -> torch.optim.Optimizer:
+    """AdamW, weight decay on matrices only; ``fused``: its one-kernel implementation (a resumed stage
+    keeps the one its checkpoint was saved with)."""
     decay: list[torch.nn.Parameter] = []
     no_decay: list[torch.nn.Parameter] = []
     for _, param in model.named_parameters():
         if param.requires_grad:
             (decay if param.ndim >= 2 else no_decay).append(param)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, fused=fused or None)
 
 
 def validation_confidences(wrapped, data: StageData, cfg: TrainConfig, accelerator) -> list[float]:
@@ -136,6 +139,7 @@ class _StageRun:
     selector: Selector
     warmup: int
     total: int
+    speed: StepSpeed
 
     @property
     def ckpt(self) -> Path:
@@ -156,11 +160,12 @@ def _prepare(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerator
     total = steps_per_epoch * stage.epochs
     warmup = math.ceil(cfg.warmup_ratio * total)
     selector = Selector(cfg.selection, warmup, cfg.patience, cfg.selection_z)
-    optimizer = _optimizer(model, stage.lr, cfg.weight_decay)
+    optimizer = _optimizer(model, stage.lr, cfg.weight_decay, cfg.fused_optimizer)
     scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total)
-    if cfg.compile or (cfg.compile is None and accelerator.device.type == "cuda"):
+    if compiling(cfg, accelerator.device) and cfg.compile_mode == "layers":
         model.compile_layers()  # 1.3x on a 7B model (benchmarks/bench_train.py); a minute to compile
     wrapped, optimizer = accelerator.prepare(model, optimizer)
+    speed = step_speed(wrapped, cfg, accelerator)
     ckpt = stage_dir / "checkpoint"
     state = load_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler) or StageState(fingerprint=stage.fingerprint)
     if state.fingerprint != stage.fingerprint:
@@ -170,7 +175,7 @@ def _prepare(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerator
         accelerator.print(f"{stage.name}: resuming from {ckpt} (epoch {state.epoch + 1}, "
                           f"step {state.step_in_epoch}/{steps_per_epoch})")
     return _StageRun(data, stage, cfg, accelerator, stage_dir, save_best, wrapped, optimizer, scheduler, state,
-                     selector, warmup, total)
+                     selector, warmup, total, speed)
 
 
 def _validate(run: _StageRun, epoch: int, train_loss: float | None) -> list[float]:
@@ -209,15 +214,15 @@ def _optimizer_step(run: _StageRun, batch: list[int], targets: torch.Tensor, epo
     """One optimizer step on ``batch`` (stops on a non-finite loss), counted in the stage's state."""
     accelerator, state = run.accelerator, run.state
     loss = _train_step(run.wrapped, batch, accelerator.process_index, accelerator.num_processes, run.data, targets,
-                       run.cfg, accelerator)
+                       run.cfg, accelerator, run.speed)
     if not math.isfinite(loss):
-        run.optimizer.zero_grad(set_to_none=True)
+        run.optimizer.zero_grad(set_to_none=not run.speed.static)
         raise _stopped(f"loss became {loss}", run.stage, epoch, step, run.ckpt, run.stage_dir)
     if run.cfg.max_grad_norm:
         accelerator.clip_grad_norm_(run.wrapped.parameters(), run.cfg.max_grad_norm)
     run.optimizer.step()
     run.scheduler.step()
-    run.optimizer.zero_grad(set_to_none=True)
+    run.optimizer.zero_grad(set_to_none=not run.speed.static)  # CUDA graphs: see elical.train.speed
     state.loss_sum += loss
     state.loss_steps += 1
     state.global_step += 1
@@ -293,8 +298,12 @@ def _check_finite(wrapped, stage: Stage, epoch: int, step: int, ckpt: Path, stag
 
 
 def _train_step(wrapped, batch: list[int], rank: int, world: int, data: StageData, targets: torch.Tensor,
-                cfg: TrainConfig, accelerator) -> float:
-    """Forward/backward over this process's share of an optimizer batch; returns the global mean loss."""
+                cfg: TrainConfig, accelerator, speed: StepSpeed | None = None) -> float:
+    """Forward/backward over this process's share of an optimizer batch; returns the global mean loss.
+
+    ``speed`` (default: the plain forward of ``wrapped``) may compile it, pad its micro-batches to static
+    shapes and give it bf16 LoRA copies (:mod:`elical.train.speed`); the loss and gradients are the same."""
+    speed = speed or StepSpeed(wrapped)
     shard = batch[rank::world]
     weight = 1.0
     if not shard:  # a short last batch: take part in the gradient sync with zero weight
@@ -302,13 +311,19 @@ def _train_step(wrapped, batch: list[int], rank: int, world: int, data: StageDat
     micro = make_batches(data.seqs, shard, data.pad_id, packing=cfg.packing,
                          tokens_per_batch=cfg.tokens_per_batch, row_length=cfg.row_length,
                          batch_size=cfg.micro_batch_size)
+    if speed.static:  # every question count of a step fits one shape: this process's share of a full batch
+        most = math.ceil(cfg.batch_size / world)
+        micro = [pad_batch(mb, static_rows(len(mb.input_ids), max(1, cfg.tokens_per_batch // mb.input_ids.shape[1])),
+                           most, data.pad_id) for mb in micro]
     total = torch.zeros((), device=accelerator.device)
-    for j, mb in enumerate(micro):
-        sync = accelerator.no_sync(wrapped) if j < len(micro) - 1 else nullcontext()
-        with sync:
-            logits = wrapped(**mb.to(accelerator.device).model_inputs())
-            target = targets[mb.order].to(logits.device)
-            loss = per_question_loss(logits, target, cfg.loss).sum() * (weight / len(shard))
-            accelerator.backward(loss)
-        total += loss.detach()
+    with speed.step():
+        for j, mb in enumerate(micro):
+            sync = accelerator.no_sync(wrapped) if j < len(micro) - 1 else nullcontext()
+            with sync:
+                logits = speed.forward(**mb.to(accelerator.device).model_inputs())[:len(mb.order)]
+                target = targets[mb.order].to(logits.device)
+                loss = per_question_loss(logits, target, cfg.loss).sum() * (weight / len(shard))
+                accelerator.backward(loss)
+                speed.after_backward(first=j == 0)
+            total += loss.detach()
     return float(accelerator.reduce(total, reduction="mean"))

@@ -4,6 +4,11 @@ The k samples of a prompt share one prefill: the prompt (all but its last token)
 model once, its KV cache is repeated k times, and ``generate`` continues from it. Token log-probs
 come from the model's raw next-token distribution (recorded before any repetition penalty,
 temperature or top-k/top-p), so they equal one forward pass over prompt + answer.
+
+Speed options for small models, which are host-bound on a GPU: ``static_cache`` decodes into a
+preallocated KV cache of fixed shape (transformers' StaticCache; the same greedy tokens), and
+``compile_decode`` lets transformers compile the decoding step with ``torch.compile`` in
+"reduce-overhead" mode (CUDA graphs; CUDA only).
 """
 
 from __future__ import annotations
@@ -55,11 +60,20 @@ class HFBackend(Backend):
         shared_prefix: bool = True,
         system_prompt_supported: bool = True,
         model_name: str | None = None,
+        static_cache: bool = False,
+        compile_decode: bool = False,
     ) -> None:
+        if compile_decode and not static_cache:
+            raise ValueError("compile_decode needs static_cache (the compiled step reads a KV cache of fixed shape)")
+        if compile_decode and model.device.type != "cuda":
+            raise ValueError(f"compile_decode replays CUDA graphs: it needs a CUDA device, the model is on "
+                             f"{model.device.type} (leave compile_decode off there)")
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.shared_prefix = shared_prefix
+        self.static_cache = static_cache
+        self.compile_decode = compile_decode
         self.model_name = model_name or getattr(model.config, "_name_or_path", "") or type(model).__name__
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -94,6 +108,7 @@ class HFBackend(Backend):
             "model": self.model_name,
             "dtype": str(self.model.dtype).replace("torch.", ""),
             "shared_prefix": self.shared_prefix,
+            **({"static_cache": True, "compile_decode": self.compile_decode} if self.static_cache else {}),
         }
 
     def encode(self, prompts: Sequence[Prompt]):
@@ -140,7 +155,7 @@ class HFBackend(Backend):
 
     def _generate_batch(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Generation]:
         import torch
-        from transformers import GenerationConfig
+        from transformers import CompileConfig, GenerationConfig
 
         input_ids, attention_mask = self.encode(prompts)
         n = settings.n
@@ -155,12 +170,15 @@ class HFBackend(Backend):
             num_return_sequences=1,
             pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=self.stop_ids,
+            disable_compile=not self.compile_decode,  # transformers compiles static-cache decoding on CUDA
+            compile_config=CompileConfig(mode="reduce-overhead") if self.compile_decode else None,
             **neutral,
         )
         kwargs: dict[str, Any] = {}
         with torch.inference_mode():
-            if n > 1 and self.shared_prefix and input_ids.shape[1] > 1:
-                kwargs[self._cache_kwarg] = self._prefill(input_ids[:, :-1], attention_mask[:, :-1], n)
+            cache = self._cache(input_ids, attention_mask, n, settings.max_new_tokens)
+            if cache is not None:
+                kwargs[self._cache_kwarg] = cache
             if n > 1:
                 input_ids = input_ids.repeat_interleave(n, dim=0)
                 attention_mask = attention_mask.repeat_interleave(n, dim=0)
@@ -177,6 +195,24 @@ class HFBackend(Backend):
         new_tokens = sequences[:, input_ids.shape[1] :].tolist()
         table = logprobs.tolist() if logprobs is not None else [[] for _ in new_tokens]
         return self._to_generations(new_tokens, table, settings.logprobs)
+
+    def _cache(self, input_ids, attention_mask, n: int, max_new_tokens: int):
+        """The KV cache ``generate`` starts from: the shared prompt prefix's (k samples), an empty static
+        one, or None (``generate`` makes its own dynamic cache)."""
+        shared = n > 1 and self.shared_prefix and input_ids.shape[1] > 1
+        cache = self._prefill(input_ids[:, :-1], attention_mask[:, :-1], n) if shared else None
+        return self._static(cache, input_ids.shape[1], max_new_tokens) if self.static_cache else cache
+
+    def _static(self, dynamic, prompt_length: int, max_new_tokens: int):
+        """A static KV cache for prompts of ``prompt_length`` tokens and the answers, holding ``dynamic``'s
+        keys and values (None: empty). Its length is rounded up to a multiple of 64 tokens, so a few
+        shapes serve every batch (each is compiled once with ``compile_decode``)."""
+        from transformers import StaticCache
+
+        static = StaticCache(config=self.model.config, max_cache_len=-(-prompt_length // 64) * 64 + max_new_tokens)
+        for index, layer in enumerate(dynamic.layers if dynamic is not None else []):
+            static.update(layer.keys, layer.values, index)
+        return static
 
     def _prefill(self, input_ids, attention_mask, n: int):
         """Run the shared prompt prefix once and repeat its KV cache for the n samples."""
