@@ -120,3 +120,10 @@ def test_honesty_validation_split_is_the_trainers_stratified_split():
 def test_direct_construction_of_the_run_config_checks_types():
     with pytest.raises(ValueError, match="world.seed"):
         RunConfig.model_validate({"world": {"seed": "zero"}})
+
+
+def test_a_renamed_run_key_names_its_new_name(tmp_path):
+    path = tmp_path / "old.yaml"
+    path.write_text("evaluate: {baselines: [Prob]}\n")
+    with pytest.raises(InputError, match="evaluate.baselines is now evaluate.methods"):
+        load_run_config(path=path)

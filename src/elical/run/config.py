@@ -192,6 +192,15 @@ class RunConfig(YamlConfig):
     def _plain_name(cls, value: str) -> str:
         return check_name(value, "run name")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        """A key renamed since an earlier version is an error that names its new name."""
+        evaluate = data.get("evaluate") if isinstance(data, dict) else None
+        if isinstance(evaluate, dict) and "baselines" in evaluate:
+            raise ValueError("evaluate.baselines is now evaluate.methods (the same list of training-free methods)")
+        return data
+
     def world_overrides(self) -> dict[str, Any]:
         """The world settings this run states (JSON values); the rest are the world LM's own."""
         return self.world.model_dump(mode="json", exclude_unset=True)
