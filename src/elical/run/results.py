@@ -138,7 +138,7 @@ def _mean(summary: pd.DataFrame, method: str, budget: int, split: str, metric: s
     return float(row["mean"].iloc[0]), float(row["std"].fillna(0).iloc[0]), int(row["n"].iloc[0])
 
 
-def _paired_row(differences: pd.DataFrame | None, comparison: str, budget: int, split: str,
+def paired_row(differences: pd.DataFrame | None, comparison: str, budget: int, split: str,
                 metric: str) -> pd.Series | None:
     """The seed-averaged row of ``comparison`` ('EliCal - Cal-Only') in differences.csv, if there is one."""
     if differences is None or differences.empty:
@@ -230,7 +230,7 @@ def _beats_cal_only(results: pd.DataFrame, summary: pd.DataFrame, split: str, sm
     both = {"EliCal", "Cal-Only"} <= set(wide.columns)
     wins = int((wide["EliCal"] > wide["Cal-Only"]).sum()) if both else 0
     seeds = int(wide[["EliCal", "Cal-Only"]].notna().all(axis=1).sum()) if both else 0
-    holds, interval, paired = _paired_verdict(_paired_row(differences, "EliCal - Cal-Only", smallest, split, "auroc"),
+    holds, interval, paired = _paired_verdict(paired_row(differences, "EliCal - Cal-Only", smallest, split, "auroc"),
                                               "auroc")
     return Finding(f"Does EliCal beat Cal-Only at the smallest budget ({smallest} labels)?", holds,
                    f"AUROC {split}: EliCal {e:.3f} ± {es:.3f} vs Cal-Only {c_:.3f} ± {cs:.3f} "
@@ -272,7 +272,7 @@ def _versus_training_free(summary: pd.DataFrame, split: str, budgets: list[int],
     best = rows.loc[rows["mean"].idxmax()]
     elical = {b: _mean(summary, "EliCal", b, split, "auroc")[0] for b in budgets}
     top_b = max(elical, key=lambda b: -math.inf if math.isnan(elical[b]) else elical[b])
-    row = _paired_row(differences, f"EliCal - {BEST_BASELINE}", top_b, split, "auroc")
+    row = paired_row(differences, f"EliCal - {BEST_BASELINE}", top_b, split, "auroc")
     holds, interval, paired = _paired_verdict(row, "auroc")
     return Finding(question, holds,
                    f"best training-free: {best.method} AUROC {split} {best['mean']:.3f}; best EliCal: "

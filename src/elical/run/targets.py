@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from elical.differences import BEST_BASELINE
+from elical.run.results import paired_row
 
 
 @dataclass
@@ -60,41 +61,31 @@ def _ninety_five_every_seed(auroc: pd.DataFrame, budget: int | None, pool_size: 
     return Target(claim, worst >= 0.95, f"EliCal / best all-labels model: {text}{short}")
 
 
-def _mean_rows(differences: pd.DataFrame, comparison: str, group: str) -> pd.DataFrame:
-    if differences.empty:
-        return differences
-    return differences[(differences.comparison == comparison) & (differences.seed == "mean")
-                       & (differences.group == group) & (differences.dataset == "average")
-                       & (differences.metric == "auroc")]
-
-
 def _above_cal_only_ood(differences: pd.DataFrame, budgets: list[int]) -> Target:
     claim = "EliCal is above Cal-Only out of domain at every budget (paired interval above 0)"
-    rows = _mean_rows(differences, "EliCal - Cal-Only", "ood")
-    found = {int(r.budget): r for r in rows.itertuples() if int(r.budget) in budgets}
+    rows = {b: paired_row(differences, "EliCal - Cal-Only", b, "ood", "auroc") for b in budgets}
+    found = {b: r for b, r in rows.items() if r is not None}
     if not found:
         return Target(claim, None, "no out-of-domain EliCal - Cal-Only difference (no OOD group, or a method not trained)")
     parts, missed = [], []
-    for budget in sorted(found):
-        r = found[budget]
-        parts.append(f"{budget}: {r.diff:+.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]")
-        if not r.ci_low > 0:
-            missed.append(f"{budget} labels (lower bound {r.ci_low:+.3f})")
+    for budget, r in sorted(found.items()):
+        low = float(r["ci_low"])
+        parts.append(f"{budget}: {float(r['diff']):+.3f} [{low:.3f}, {float(r['ci_high']):.3f}]")
+        if not low > 0:
+            missed.append(f"{budget} labels (lower bound {low:+.3f})")
     short = f"; missed at {', '.join(missed)}" if missed else ""
     return Target(claim, not missed, "EliCal - Cal-Only AUROC by budget: " + "; ".join(parts) + short)
 
 
 def _versus_training_free(differences: pd.DataFrame, budget: int | None) -> Target:
     claim = f"EliCal at the 1k budget ({budget} labels) is at least as good as the best training-free baseline in-domain"
-    rows = _mean_rows(differences, f"EliCal - {BEST_BASELINE}", "in-domain")
-    row = rows[rows.budget == budget] if budget is not None else rows.iloc[0:0]
-    if row.empty:
+    r = paired_row(differences, f"EliCal - {BEST_BASELINE}", budget, "in-domain", "auroc") if budget else None
+    if r is None:
         return Target(claim, None, "no EliCal - best training-free difference at that budget")
-    r = row.iloc[0]
     diff = float(r["diff"])
     if math.isnan(diff):
         return Target(claim, None, "the difference is undefined")
     short = "" if diff >= 0 else f"; missed by {-diff:.3f} AUROC"
     return Target(claim, diff >= 0,
-                  f"EliCal - {r.method_b} AUROC {diff:+.3f} "
-                  f"[{float(r.ci_low):.3f}, {float(r.ci_high):.3f}]{short}")
+                  f"EliCal - {r['method_b']} AUROC {diff:+.3f} "
+                  f"[{float(r['ci_low']):.3f}, {float(r['ci_high']):.3f}]{short}")
