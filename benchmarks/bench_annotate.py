@@ -7,11 +7,11 @@ Measures, with the HF backend:
      random weights rarely stop early, so every answer runs to max_new_tokens (worst case);
   3. judge calls saved by dedup of identical normalized answers and by the match->LLM cascade on real
      annotations (``--records``), and the cascade's agreement with the full LLM judge on a sample;
-  4. ``--sections decode`` (issue 15): SmolLM2 questions/s at k samples with the HF backend's decoding
-     options side by side: ``base`` (dynamic KV cache), ``static`` (static_cache) and ``static+compile``
-     (static_cache + compile_decode: CUDA graphs, GPU only), shared prefix on, alternating rounds after
-     one warm-up each (which compiles; its time is printed), the median ratio to ``base``, and whether
-     the greedy answers stay the same.
+  4. ``--sections decode`` (issue 15): SmolLM2 questions/s at k samples with the HF backend's two
+     decoding paths side by side: ``base`` (transformers' ``generate``, shared prefix on) and ``fast``
+     (``fast_decode``: elical's loop, one CUDA graph per step on a GPU), for each ``--max-new-tokens``,
+     alternating rounds after one warm-up each (which captures the graphs; its time is printed), the
+     median ratio to ``base``, and the share of greedy answers equal to base's.
 
 Plain and shared-prefix sampling alternate ``--repeats`` times (default 3) after one warm-up each, so a
 drift of the machine touches both sides of every ratio; each run and the median of the per-round
@@ -156,19 +156,13 @@ def random_qwen(size: str, device: str, tokenizer):
     return model.eval()
 
 
-DECODE_VARIANTS = {"base": {}, "static": {"static_cache": True},
-                   "static+compile": {"static_cache": True, "compile_decode": True}}
+DECODE_VARIANTS = {"base": {}, "fast": {"fast_decode": True}}
 
 
 def decode_backends(model, tok, batch_size: int) -> dict[str, HFBackend]:
-    """An HF backend per decoding variant this machine runs (compile_decode: CUDA only)."""
-    backends = {}
-    for name, options in DECODE_VARIANTS.items():
-        if options.get("compile_decode") and model.device.type != "cuda":
-            print(f"{name}: skipped on {model.device.type} (compile_decode replays CUDA graphs: GPU only)")
-            continue
-        backends[name] = HFBackend(model, tok, batch_size=batch_size, model_name="smollm2", **options)
-    return backends
+    """An HF backend per decoding path."""
+    return {name: HFBackend(model, tok, batch_size=batch_size, model_name="smollm2", **options)
+            for name, options in DECODE_VARIANTS.items()}
 
 
 def bench_decode(backends: dict[str, HFBackend], prompts, k: int, max_new: int, repeats: int) -> list[dict]:
@@ -193,7 +187,7 @@ def bench_decode(backends: dict[str, HFBackend], prompts, k: int, max_new: int, 
     rows = []
     for name, times in seconds.items():
         ratios = [b / t for b, t in zip(seconds["base"], times)]
-        rows.append({"variant": name, "questions_per_s_median": len(prompts) / statistics.median(times),
+        rows.append({"variant": name, "max_new_tokens": max_new, "questions_per_s_median": len(prompts) / statistics.median(times),
                      "answers_per_s_median": len(prompts) * k / statistics.median(times),
                      "x_base_median": statistics.median(ratios), "x_base_per_round": ", ".join(f"{r:.2f}" for r in ratios),
                      "warm_up_s": warm[name], "greedy_same_as_base": same[name]})
@@ -250,6 +244,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--sections", default="smollm2,qwen7b,judges", help="also: decode")
     parser.add_argument("--llm-sample", type=int, default=None, help="pairs per task for cascade-vs-LLM agreement")
     parser.add_argument("--repeats", type=int, default=3, help="alternating rounds of the compared variants")
+    parser.add_argument("--max-new-tokens", type=int, nargs="+", default=None,
+                        help="decode section: answer lengths to measure (default 64 full, 8 tiny)")
     parser.add_argument("--json", type=Path, help="also write all rows here")
     args = parser.parse_args()
     if args.repeats < 1:
@@ -281,9 +277,10 @@ def main() -> None:
         print_table("HF backend, SmolLM2-135M-Instruct real weights", results["smollm2"])
         print_table("Shared-prefix / plain sampling, SmolLM2 (median of alternating rounds)", [summary])
     if "decode" in sections:
-        results["decode"] = bench_decode(decode_backends(model, tok, (64 * k) if full else 16), prompts, k, max_new,
-                                         args.repeats)
-        print_table(f"SmolLM2 decoding options, k={k}, shared prefix ({args.repeats} alternating rounds)", results["decode"])
+        backends = decode_backends(model, tok, (64 * k) if full else 16)
+        results["decode"] = [row for length in args.max_new_tokens or [max_new]
+                             for row in bench_decode(backends, prompts, k, length, args.repeats)]
+        print_table(f"SmolLM2 decoding paths, k={k} ({args.repeats} alternating rounds)", results["decode"])
     if "qwen7b" in sections:
         if tok is None:
             sys.path.insert(0, str(ROOT / "tests"))

@@ -17,6 +17,8 @@ each elical's packed step, compared to ``base`` (the packed step as it runs by d
 * ``bf16lora``: bf16 copies of the LoRA weights made once per step (needs a bf16 backbone: GPU);
 * ``fused``: AdamW's fused kernel;
 * ``compile-layers``: each decoder layer compiled (``compile: true``);
+* ``flex-layers``: the same with ``attn_implementation: flex_attention`` (attention only inside each
+  packed prompt, by block mask, instead of sdpa's dense block-diagonal mask over a whole row);
 * ``reduce-overhead``: the whole training forward compiled and replayed as CUDA graphs, micro-batches
   padded to static shapes (GPU only);
 * ``all``: bf16lora + fused + reduce-overhead (GPU only).
@@ -49,8 +51,9 @@ from types import SimpleNamespace
 
 import torch
 
-SPEED_VARIANTS = ("base", "bf16lora", "fused", "compile-layers", "reduce-overhead", "all")
+SPEED_VARIANTS = ("base", "bf16lora", "fused", "compile-layers", "flex-layers", "reduce-overhead", "all")
 CUDA_ONLY = {"bf16lora": "needs a bf16 backbone (GPU)", "reduce-overhead": "CUDA graphs need a GPU",
+             "flex-layers": "FlexAttention's backward runs on CUDA only",
              "all": "CUDA graphs need a GPU"}
 PEAK_TFLOPS = 790.0  # dense bf16 peak measured on the H100/H200 cards (gpu.md)
 
@@ -251,6 +254,7 @@ def speed_variant(name: str, wrapped, accelerator, seqs, targets, tokens: int, b
     graphs = {"compile": True, "compile_mode": "reduce-overhead"}
     options = {"base": {"compile": False}, "bf16lora": {"compile": False, "lora_dtype": "bf16"},
                "fused": {"compile": False, "fused_optimizer": True}, "compile-layers": {"compile": True},
+               "flex-layers": {"compile": True, "attn_implementation": "flex_attention"},
                "reduce-overhead": graphs, "all": {**graphs, "lora_dtype": "bf16", "fused_optimizer": True}}[name]
     cfg = TrainConfig(model="bench", **options)
     made: dict = {}
@@ -259,8 +263,14 @@ def speed_variant(name: str, wrapped, accelerator, seqs, targets, tokens: int, b
         if not made:
             made["optimizer"] = _optimizer(accelerator.unwrap_model(wrapped), 5e-5, 0.1, cfg.fused_optimizer)
             made["speed"] = step_speed(wrapped, cfg, accelerator)
-        layers(name == "compile-layers")
-        return run_packed(wrapped, made["optimizer"], seqs, targets, accelerator, tokens, batch_size, made["speed"])
+        layers(name in ("compile-layers", "flex-layers"))
+        backbone = accelerator.unwrap_model(wrapped).transformer
+        before = backbone.config._attn_implementation
+        backbone.set_attn_implementation(options.get("attn_implementation", before))
+        try:
+            return run_packed(wrapped, made["optimizer"], seqs, targets, accelerator, tokens, batch_size, made["speed"])
+        finally:
+            backbone.set_attn_implementation(before)
     return go
 
 

@@ -17,10 +17,10 @@ PROMPTS = [
 GREEDY = GenerationSettings(max_new_tokens=8)
 
 
-@pytest.fixture(params=["llama", "qwen2"])
+@pytest.fixture(params=["llama", "qwen2", "llama-fast_decode", "qwen2-fast_decode"])
 def backend(request, tiny_tokenizer, tiny_llama, tiny_qwen2):
-    model = {"llama": tiny_llama, "qwen2": tiny_qwen2}[request.param]
-    return HFBackend(model, tiny_tokenizer, batch_size=16)
+    model = {"llama": tiny_llama, "qwen2": tiny_qwen2}[request.param.split("-")[0]]
+    return HFBackend(model, tiny_tokenizer, batch_size=16, fast_decode=request.param.endswith("fast_decode"))
 
 
 def forward_logprobs(backend: HFBackend, prompt, answer: Generation) -> list[float]:

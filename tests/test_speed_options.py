@@ -1,6 +1,6 @@
 """Speed-only settings (issue 15): they validate and round-trip, and change nothing that is computed:
 static-shape padding and bf16 LoRA copies leave a step's loss and gradients as they were, the fused
-AdamW makes the same update, and the HF backend's static KV cache gives the same greedy tokens."""
+AdamW makes the same update, and the HF backend's own decoding loop gives generate's greedy tokens."""
 
 from __future__ import annotations
 
@@ -135,42 +135,84 @@ def tiny_lm(request, tiny_llama, tiny_qwen2):
     return {"llama": tiny_llama, "qwen2": tiny_qwen2}[request.param]
 
 
-def test_static_kv_cache_gives_the_same_answers(tiny_lm, tiny_tokenizer):
+def test_fast_decode_gives_generates_greedy_answers(tiny_lm, tiny_tokenizer):
     from elical.annotate.backends.base import GenerationSettings
     from elical.annotate.backends.hf import HFBackend
     from test_backends import PROMPTS
 
-    dynamic = HFBackend(tiny_lm, tiny_tokenizer, batch_size=16)
-    static = HFBackend(tiny_lm, tiny_tokenizer, batch_size=16, static_cache=True)
+    plain = HFBackend(tiny_lm, tiny_tokenizer, batch_size=16)
+    fast = HFBackend(tiny_lm, tiny_tokenizer, batch_size=16, fast_decode=True)
     greedy = GenerationSettings(max_new_tokens=8)
-    expected = dynamic.generate(PROMPTS, greedy)
-    got = static.generate(PROMPTS, greedy)
+    expected = plain.generate(PROMPTS, greedy)
+    got = fast.generate(PROMPTS, greedy)
     assert [g.token_ids for g in got] == [g.token_ids for g in expected] and all(g.token_ids for g in got)
+    assert [g.finish_reason for g in got] == [g.finish_reason for g in expected]
     for a, b in zip(got, expected):
         assert a.token_logprobs == pytest.approx(b.token_logprobs, abs=1e-4)
-    sampled = GenerationSettings(do_sample=True, n=3, max_new_tokens=6, seed=3)  # shared prefix, copied into the cache
-    assert [g.token_ids for g in static.generate(PROMPTS, sampled)] == [g.token_ids for g in dynamic.generate(PROMPTS, sampled)]
-    assert static.describe()["static_cache"] is True and "static_cache" not in dynamic.describe()
+    assert fast.describe()["fast_decode"] is True and "fast_decode" not in plain.describe()
 
 
-def test_compile_decode_is_refused_off_cuda_and_without_static_cache(tiny_llama, tiny_tokenizer):
+def test_fast_decode_samples_carry_their_raw_logprobs_and_reuse_buffers(tiny_llama, tiny_tokenizer):
+    from elical.annotate.backends.base import GenerationSettings
     from elical.annotate.backends.hf import HFBackend
+    from test_backends import PROMPTS, forward_logprobs
 
-    with pytest.raises(ValueError, match="needs a CUDA device, the model is on cpu"):
-        HFBackend(tiny_llama, tiny_tokenizer, static_cache=True, compile_decode=True)
-    with pytest.raises(ValueError, match="compile_decode needs static_cache"):
-        HFBackend(tiny_llama, tiny_tokenizer, compile_decode=True)
+    fast = HFBackend(tiny_llama, tiny_tokenizer, batch_size=6, fast_decode=True)
+    settings = GenerationSettings(do_sample=True, n=3, max_new_tokens=6, seed=5)
+    out = fast.generate(PROMPTS, settings)  # 2 prompts per call: a full batch of 6 rows, then one of 3
+    assert len(out) == 9 and len(fast._decoders) == 2
+    for index, answer in enumerate(out):
+        assert answer.token_logprobs == pytest.approx(forward_logprobs(fast, PROMPTS[index // 3], answer), abs=1e-4)
+    assert [g.token_ids for g in fast.generate(PROMPTS, settings)] == [g.token_ids for g in out]  # seeded, buffers reused
+    assert len(fast._decoders) == 2
 
 
-def test_annotate_decode_settings_are_recorded_when_on_and_validate():
+def test_sampler_draws_from_the_top_k_top_p_distribution():
+    from elical.annotate.backends.hf_decode import Sampler
+
+    logits = torch.log(torch.tensor([[0.5, 0.2, 0.15, 0.1, 0.05]])).repeat(40_000, 1)
+    torch.manual_seed(0)
+    tokens, logprobs = Sampler(True, top_k=4, top_p=0.8)(logits)  # top 4, then mass above < 0.8: tokens 0, 1, 2
+    share = torch.bincount(tokens, minlength=5).float() / len(tokens)
+    assert share.tolist() == pytest.approx([0.5 / 0.85, 0.2 / 0.85, 0.15 / 0.85, 0.0, 0.0], abs=0.01)
+    assert logprobs[tokens == 1] == pytest.approx(torch.log(torch.tensor(0.2)).item(), abs=1e-6)  # raw, not renormalised
+    hot = Sampler(True, temperature=0.5)(logits[:20_000])[0]  # p^2 renormalised: 0.25/0.325 for token 0
+    assert (hot == 0).float().mean().item() == pytest.approx(0.25 / 0.325, abs=0.01)
+    assert Sampler(False)(logits[:3])[0].tolist() == [0, 0, 0]
+
+
+def test_fast_decode_refuses_what_it_would_decode_differently(tiny_llama, tiny_tokenizer):
+    from elical.annotate.backends.base import GenerationSettings
+    from elical.annotate.backends.hf import HFBackend
+    from elical.annotate.backends.hf_decode import check_supported
+    from test_backends import PROMPTS
+
+    fast = HFBackend(tiny_llama, tiny_tokenizer, fast_decode=True)
+    with pytest.raises(ValueError, match="no repetition penalty"):
+        fast.generate(PROMPTS, GenerationSettings(repetition_penalty=1.05))
+
+    class Config:
+        _attn_implementation = "flash_attention_2"
+    class Sliding:
+        _attn_implementation = "sdpa"
+        layer_types = ["full_attention", "sliding_attention"]
+    with pytest.raises(ValueError, match="does not read"):
+        check_supported(type("Model", (), {"config": Config()})())
+    with pytest.raises(ValueError, match="sliding-window layers"):
+        check_supported(type("Model", (), {"config": Sliding()})())
+
+
+def test_annotate_fast_decode_is_recorded_when_on_and_validates():
     from elical.annotate.config import AnnotateConfig
 
-    fast = AnnotateConfig(static_cache=True, compile_decode=True)
+    fast = AnnotateConfig(fast_decode=True)
     plain = AnnotateConfig().output_settings()
-    # off, the fingerprint is as before; on, it is recorded (on a GPU in bf16 it changed greedy answers)
-    assert "static_cache" not in plain and fast.output_settings() == {**plain, "static_cache": True, "compile_decode": True}
+    # off, the fingerprint is as before; on, it is recorded (its samples are other draws than generate's)
+    assert "fast_decode" not in plain and fast.output_settings() == {**plain, "fast_decode": True}
     assert AnnotateConfig.model_validate(fast.model_dump()) == fast
-    with pytest.raises(ValueError, match="compile_decode needs static_cache: true"):
-        AnnotateConfig(compile_decode=True)
-    with pytest.raises(ValueError, match="apply to the hf backend, not vllm"):
-        AnnotateConfig(backend="vllm", static_cache=True)
+    with pytest.raises(ValueError, match="applies to the hf backend, not vllm"):
+        AnnotateConfig(backend="vllm", fast_decode=True)
+    with pytest.raises(ValueError, match="no repetition penalty"):
+        AnnotateConfig(fast_decode=True, repetition_penalty=1.05)
+    with pytest.raises(ValueError, match="static_cache was replaced by fast_decode"):
+        AnnotateConfig.model_validate({"static_cache": True})

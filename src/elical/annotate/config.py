@@ -24,13 +24,14 @@ ConsistencyJudgeKind = Literal["answer", "match", "exact", "embedding", "llm", "
 # Settings of how, not what, is annotated (a rerun may change them and resume): where the model runs
 # (device, server address and key), speed (batch_size, shared_prefix, chunk_size, concurrency), timeouts,
 # retries, the shard index and the engine (local or Ray, and vLLM's engine settings).
-RESUMABLE = {"device", "base_url", "api_key_env", "batch_size", "shared_prefix", "static_cache", "compile_decode",
+RESUMABLE = {"device", "base_url", "api_key_env", "batch_size", "shared_prefix", "fast_decode",
              "chunk_size", "concurrency", "connect_timeout", "read_timeout", "retries", "shard", "engine", "ray",
              "vllm"}
-# Decoding options that are recorded when on: on one H200 in bf16 the static KV cache changed the greedy
-# answer of 45 % of SmolLM2's questions (benchmarks/results/bench_annotate_smollm2_speed_h200.txt), so a
-# folder annotated with them is not resumed without them (nor the reverse); off, they leave fingerprints as before.
-RECORDED_WHEN_ON = ("static_cache", "compile_decode")
+# Decoding options that are recorded when on: fast_decode samples from the same distribution as generate
+# but draws other samples, so a folder annotated with it is not resumed without it (nor the reverse); off,
+# they leave fingerprints as before.
+RECORDED_WHEN_ON = ("fast_decode",)
+REMOVED = {"static_cache": "fast_decode", "compile_decode": "fast_decode"}
 RESUMABLE_JUDGE = {"batch_size", "cache"}
 
 
@@ -84,9 +85,7 @@ class AnnotateConfig(YamlConfig):
     seed: int = 0
     batch_size: int = Field(64, ge=1)  # sequences per generate call (HF); prompts per call = batch_size // k
     shared_prefix: bool = True
-    static_cache: bool = False  # hf backend: decode into a fixed-shape KV cache (float32 on CPU: the same greedy
-    # answers; bf16 on an H200: 45 % of them differed, and it was not faster; see RECORDED_WHEN_ON)
-    compile_decode: bool = False  # hf backend, CUDA, with static_cache: decoding step compiled as CUDA graphs
+    fast_decode: bool = False  # hf backend: elical's decoding loop (fixed-shape buffers; CUDA graphs on a GPU)
     chunk_size: int = Field(256, ge=1)  # questions per output shard file
     retries: int = Field(2, ge=0)
     shard: str = "0/1"
@@ -135,12 +134,20 @@ class AnnotateConfig(YamlConfig):
             raise ValueError("the openai backend needs base_url (e.g. http://127.0.0.1:8000/v1)")
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_settings(cls, data: object) -> object:
+        for old, new in REMOVED.items():
+            if isinstance(data, dict) and old in data:
+                raise ValueError(f"{old} was replaced by {new} (elical's own decoding loop, faster on a GPU)")
+        return data
+
     @model_validator(mode="after")
-    def _decode_speed_is_hf(self) -> AnnotateConfig:
-        if (self.static_cache or self.compile_decode) and self.backend != "hf":
-            raise ValueError(f"static_cache and compile_decode apply to the hf backend, not {self.backend}")
-        if self.compile_decode and not self.static_cache:
-            raise ValueError("compile_decode needs static_cache: true (the compiled step reads a fixed-shape KV cache)")
+    def _fast_decode_is_hf(self) -> AnnotateConfig:
+        if self.fast_decode and self.backend != "hf":
+            raise ValueError(f"fast_decode applies to the hf backend, not {self.backend}")
+        if self.fast_decode and self.repetition_penalty != 1.0:
+            raise ValueError("fast_decode applies no repetition penalty: set repetition_penalty: 1.0 or leave fast_decode off")
         return self
 
     @field_serializer("base_url", when_used="json")

@@ -20,7 +20,7 @@ def build_backend(config: AnnotateConfig) -> Backend:
 
         return HFBackend.from_pretrained(
             config.model, dtype=config.dtype, device=config.device, batch_size=config.batch_size, shared_prefix=config.shared_prefix,
-            static_cache=config.static_cache, compile_decode=config.compile_decode,
+            fast_decode=config.fast_decode,
         )
     if config.backend == "openai":
         from elical.annotate.backends.openai import OpenAIBackend

@@ -5,10 +5,9 @@ model once, its KV cache is repeated k times, and ``generate`` continues from it
 come from the model's raw next-token distribution (recorded before any repetition penalty,
 temperature or top-k/top-p), so they equal one forward pass over prompt + answer.
 
-Speed options for small models, which are host-bound on a GPU: ``static_cache`` decodes into a
-preallocated KV cache of fixed shape (transformers' StaticCache; the same greedy tokens), and
-``compile_decode`` lets transformers compile the decoding step with ``torch.compile`` in
-"reduce-overhead" mode (CUDA graphs; CUDA only).
+``fast_decode`` replaces ``generate`` by elical's own decoding loop (:mod:`.hf_decode`: fixed-shape
+buffers, sync-free sampling, each step one CUDA graph on a GPU), for small models that are host-bound
+there. Greedy answers are the same; samples come from the same distribution but are other draws.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt
+from elical.annotate.backends.hf_decode import Decoder, Sampler, check_supported
 
 
 class _RawLogprobs:
@@ -60,20 +60,16 @@ class HFBackend(Backend):
         shared_prefix: bool = True,
         system_prompt_supported: bool = True,
         model_name: str | None = None,
-        static_cache: bool = False,
-        compile_decode: bool = False,
+        fast_decode: bool = False,
     ) -> None:
-        if compile_decode and not static_cache:
-            raise ValueError("compile_decode needs static_cache (the compiled step reads a KV cache of fixed shape)")
-        if compile_decode and model.device.type != "cuda":
-            raise ValueError(f"compile_decode replays CUDA graphs: it needs a CUDA device, the model is on "
-                             f"{model.device.type} (leave compile_decode off there)")
+        if fast_decode:
+            check_supported(model)
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.shared_prefix = shared_prefix
-        self.static_cache = static_cache
-        self.compile_decode = compile_decode
+        self.fast_decode = fast_decode
+        self._decoders: dict[tuple, Decoder] = {}
         self.model_name = model_name or getattr(model.config, "_name_or_path", "") or type(model).__name__
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -108,7 +104,7 @@ class HFBackend(Backend):
             "model": self.model_name,
             "dtype": str(self.model.dtype).replace("torch.", ""),
             "shared_prefix": self.shared_prefix,
-            **({"static_cache": True, "compile_decode": self.compile_decode} if self.static_cache else {}),
+            **({"fast_decode": True} if self.fast_decode else {}),
         }
 
     def encode(self, prompts: Sequence[Prompt]):
@@ -155,9 +151,19 @@ class HFBackend(Backend):
 
     def _generate_batch(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Generation]:
         import torch
-        from transformers import CompileConfig, GenerationConfig
 
         input_ids, attention_mask = self.encode(prompts)
+        with torch.inference_mode():
+            seed_text = "\x1e".join(self.render(p) for p in prompts)
+            torch.manual_seed(settings.seed + int(hashlib.sha1(seed_text.encode()).hexdigest()[:8], 16))
+            decode = self._fast_decode if self.fast_decode else self._hf_generate
+            tokens, logprobs = decode(input_ids, attention_mask, settings)
+        return self._to_generations(tokens, logprobs, settings.logprobs)
+
+    def _hf_generate(self, input_ids, attention_mask, settings: GenerationSettings) -> tuple[list[list[int]], list[list[float]]]:
+        """New tokens and their raw log-probs from transformers' ``generate`` (n rows per prompt)."""
+        from transformers import GenerationConfig
+
         n = settings.n
         recorder = _RawLogprobs()
         # Everything decoding-related is set here and in our processors, never taken from the model's
@@ -170,57 +176,53 @@ class HFBackend(Backend):
             num_return_sequences=1,
             pad_token_id=self.tokenizer.pad_token_id,
             eos_token_id=self.stop_ids,
-            disable_compile=not self.compile_decode,  # transformers compiles static-cache decoding on CUDA
-            compile_config=CompileConfig(mode="reduce-overhead") if self.compile_decode else None,
+            disable_compile=True,
             **neutral,
         )
         kwargs: dict[str, Any] = {}
-        with torch.inference_mode():
-            cache = self._cache(input_ids, attention_mask, n, settings.max_new_tokens)
-            if cache is not None:
-                kwargs[self._cache_kwarg] = cache
-            if n > 1:
-                input_ids = input_ids.repeat_interleave(n, dim=0)
-                attention_mask = attention_mask.repeat_interleave(n, dim=0)
-            seed_text = "\x1e".join(self.render(p) for p in prompts)
-            torch.manual_seed(settings.seed + int(hashlib.sha1(seed_text.encode()).hexdigest()[:8], 16))
-            sequences = self.model.generate(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                generation_config=config,
-                logits_processor=self._processors(settings, recorder),
-                **kwargs,
-            )
-            logprobs = recorder.finish(sequences[:, -1]) if sequences.shape[1] > input_ids.shape[1] else None
+        if n > 1 and self.shared_prefix and input_ids.shape[1] > 1:
+            cache, _ = self._prefill(input_ids[:, :-1], attention_mask[:, :-1])
+            cache.batch_repeat_interleave(n)
+            kwargs[self._cache_kwarg] = cache
+        if n > 1:
+            input_ids = input_ids.repeat_interleave(n, dim=0)
+            attention_mask = attention_mask.repeat_interleave(n, dim=0)
+        sequences = self.model.generate(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            generation_config=config,
+            logits_processor=self._processors(settings, recorder),
+            **kwargs,
+        )
+        logprobs = recorder.finish(sequences[:, -1]) if sequences.shape[1] > input_ids.shape[1] else None
         new_tokens = sequences[:, input_ids.shape[1] :].tolist()
-        table = logprobs.tolist() if logprobs is not None else [[] for _ in new_tokens]
-        return self._to_generations(new_tokens, table, settings.logprobs)
+        return new_tokens, logprobs.tolist() if logprobs is not None else [[] for _ in new_tokens]
 
-    def _cache(self, input_ids, attention_mask, n: int, max_new_tokens: int):
-        """The KV cache ``generate`` starts from: the shared prompt prefix's (k samples), an empty static
-        one, or None (``generate`` makes its own dynamic cache)."""
-        shared = n > 1 and self.shared_prefix and input_ids.shape[1] > 1
-        cache = self._prefill(input_ids[:, :-1], attention_mask[:, :-1], n) if shared else None
-        return self._static(cache, input_ids.shape[1], max_new_tokens) if self.static_cache else cache
+    def _fast_decode(self, input_ids, attention_mask, settings: GenerationSettings) -> tuple[list[list[int]], list[list[float]]]:
+        """New tokens and their raw log-probs from elical's decoding loop (:mod:`.hf_decode`): one prefill
+        of the whole prompts, then n rows per prompt decoded in reused buffers."""
+        if settings.repetition_penalty != 1.0:
+            raise ValueError("fast_decode applies no repetition penalty; leave fast_decode off to use one")
+        cache, logits = self._prefill(input_ids, attention_mask)
+        layout = [(layer.keys.shape[1], layer.keys.shape[-1], layer.values.shape[-1]) for layer in cache.layers]
+        rows, length = input_ids.shape[0] * settings.n, -(-(input_ids.shape[1] + settings.max_new_tokens) // 64) * 64
+        sampler = Sampler(settings.do_sample, settings.temperature, settings.top_k, settings.top_p) if settings.do_sample \
+            else Sampler(False)
+        key = (rows, sampler, settings.max_new_tokens, tuple(layout))
+        decoder = self._decoders.get(key)
+        if decoder is None or decoder.length < length:
+            decoder = self._decoders[key] = Decoder(self.model, self._cache_kwarg, rows, length, settings.max_new_tokens,
+                                                    sampler, self.stop_ids, layout)
+        tokens, logprobs = decoder.run(cache, attention_mask, logits[:, -1], settings.n)
+        return tokens.tolist(), logprobs.tolist()
 
-    def _static(self, dynamic, prompt_length: int, max_new_tokens: int):
-        """A static KV cache for prompts of ``prompt_length`` tokens and the answers, holding ``dynamic``'s
-        keys and values (None: empty). Its length is rounded up to a multiple of 64 tokens, so a few
-        shapes serve every batch (each is compiled once with ``compile_decode``)."""
-        from transformers import StaticCache
-
-        static = StaticCache(config=self.model.config, max_cache_len=-(-prompt_length // 64) * 64 + max_new_tokens)
-        for index, layer in enumerate(dynamic.layers if dynamic is not None else []):
-            static.update(layer.keys, layer.values, index)
-        return static
-
-    def _prefill(self, input_ids, attention_mask, n: int):
-        """Run the shared prompt prefix once and repeat its KV cache for the n samples."""
+    def _prefill(self, input_ids, attention_mask):
+        """Run left-padded prompts once: their KV cache (transformers' DynamicCache) and last logits."""
         from transformers import DynamicCache
 
         position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache(config=self.model.config)
-        self.model(
+        out = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=position_ids,
@@ -228,8 +230,7 @@ class HFBackend(Backend):
             **{self._cache_kwarg: cache},
             logits_to_keep=1,
         )
-        cache.batch_repeat_interleave(n)
-        return cache
+        return cache, out.logits
 
     def _to_generations(self, sequences: list[list[int]], logprobs: list[list[float]], keep_logprobs: bool) -> list[Generation]:
         """Cut each sequence at its first stop token and decode it (all tokens in one batch call)."""

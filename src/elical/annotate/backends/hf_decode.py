@@ -1,0 +1,164 @@
+"""elical's own decoding loop for the HF backend (``fast_decode``), for small models that a GPU serves
+faster than Python can launch their kernels.
+
+``generate`` spends most of a small model's decoding step on the host (per-step mask building, logits
+processors, stopping checks). This loop keeps every tensor of a step at a fixed shape and address: the
+keys and values live in a preallocated :class:`SlotCache`, the attention mask is a 4D additive mask
+updated in place, and sampling is sync-free (top-k, then top-p inside the k candidates, then an
+exponential race instead of ``multinomial``). On CUDA one step is captured once as a CUDA graph and then
+replayed, so a step costs one launch.
+
+Decisions are those of ``generate`` with the same settings: greedy takes the argmax of the raw logits,
+sampling draws from the same top-k / top-p distribution (not the same draws: the random numbers are
+used differently), and token log-probs are the raw next-token log-softmax. Models whose attention reads
+a 4D mask (``sdpa`` and ``eager``) and has no sliding-window layers are supported.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+SUPPORTED_ATTENTION = ("sdpa", "eager")
+STOP_CHECK_EVERY = 8  # decoding steps between checks (one host sync each) whether every row has stopped
+
+
+def check_supported(model: Any) -> None:
+    """Raise ValueError where this loop would decode differently from ``generate``."""
+    attention = getattr(model.config, "_attn_implementation", None)
+    if attention not in SUPPORTED_ATTENTION:
+        raise ValueError(f"fast_decode passes a 4D attention mask, which attention '{attention}' does not read; "
+                         f"load the model with attn_implementation in {SUPPORTED_ATTENTION} or leave fast_decode off")
+    if "sliding_attention" in (getattr(model.config, "layer_types", None) or []):
+        raise ValueError("fast_decode keeps one full-attention mask, and this model has sliding-window layers; "
+                         "leave fast_decode off for it")
+
+
+class SlotCache:
+    """Preallocated keys and values of every layer, written at slot ``slot`` (a device tensor, so a
+    replayed step writes where the loop has got to). It has the one method the model's attention calls."""
+
+    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], slot: torch.Tensor) -> None:
+        self.keys, self.values, self.slot = keys, values, slot
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any,
+               **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        self.keys[layer_idx].index_copy_(2, self.slot, key_states)
+        self.values[layer_idx].index_copy_(2, self.slot, value_states)
+        return self.keys[layer_idx], self.values[layer_idx]
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """Chooses each row's next token from raw logits and returns it with its raw log-prob."""
+
+    do_sample: bool
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+
+    def __call__(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        scores = logits.float()
+        logprobs = torch.log_softmax(scores, dim=-1)
+        token = self._draw(scores) if self.do_sample else scores.argmax(dim=-1)
+        return token, logprobs.gather(1, token[:, None]).squeeze(1)
+
+    def _draw(self, scores: torch.Tensor) -> torch.Tensor:
+        scaled = scores / self.temperature
+        if self.top_k:
+            values, index = scaled.topk(min(self.top_k, scaled.shape[-1]), dim=-1)
+        else:
+            values, index = scaled.sort(dim=-1, descending=True)
+        probs = torch.softmax(values, dim=-1)
+        if self.top_p < 1.0:  # keep a candidate while the mass ranked above it is below top_p
+            probs = torch.where(probs.cumsum(-1) - probs < self.top_p, probs, torch.zeros_like(probs))
+        race = probs / torch.empty_like(probs).exponential_(1.0)  # argmax of p/E draws i with probability p_i
+        return index.gather(1, race.argmax(dim=-1, keepdim=True)).squeeze(1)
+
+
+class Decoder:
+    """Decoding buffers for ``rows`` sequences of up to ``length`` cache slots, reused batch after batch
+    (on CUDA with the step captured once as a CUDA graph)."""
+
+    def __init__(self, model: Any, cache_kwarg: str, rows: int, length: int, max_new: int, sampler: Sampler,
+                 stop_ids: list[int], layout: list[tuple[int, int, int]]) -> None:
+        device, dtype = model.device, model.dtype
+        self.model, self.cache_kwarg, self.sampler = model, cache_kwarg, sampler
+        self.length, self.max_new = length, max_new
+        self.pass_cache_position = "cache_position" in inspect.signature(model.forward).parameters
+        self.ids = torch.zeros(rows, 1, dtype=torch.long, device=device)
+        self.positions = torch.zeros(rows, 1, dtype=torch.long, device=device)
+        self.slot = torch.zeros(1, dtype=torch.long, device=device)
+        self.step_index = torch.zeros(1, dtype=torch.long, device=device)
+        self.mask = torch.zeros(rows, 1, 1, length, dtype=dtype, device=device)
+        self.tokens = torch.zeros(rows, max_new, dtype=torch.long, device=device)
+        self.logprobs = torch.zeros(rows, max_new, dtype=torch.float32, device=device)
+        self.finished = torch.zeros(rows, dtype=torch.bool, device=device)
+        self.stops = torch.tensor(stop_ids, dtype=torch.long, device=device)
+        self.cache = SlotCache([torch.zeros(rows, h, length, d, dtype=dtype, device=device) for h, d, _ in layout],
+                               [torch.zeros(rows, h, length, dv, dtype=dtype, device=device) for h, _, dv in layout],
+                               self.slot)
+        self.blocked = torch.finfo(dtype).min
+        self.graph = self._capture() if device.type == "cuda" else None
+
+    def _step(self) -> None:
+        """One token for every row: attend to the filled slots, choose, record, advance."""
+        self.mask.index_fill_(-1, self.slot, 0.0)
+        extra = {"cache_position": self.slot} if self.pass_cache_position else {}
+        out = self.model(input_ids=self.ids, position_ids=self.positions, attention_mask=self.mask, use_cache=True,
+                         logits_to_keep=1, **{self.cache_kwarg: self.cache}, **extra)
+        token, logprob = self.sampler(out.logits[:, -1])
+        self._record(token, logprob)
+        self.positions.add_(1)
+        self.slot.add_(1)
+
+    def _record(self, token: torch.Tensor, logprob: torch.Tensor) -> None:
+        self.tokens.index_copy_(1, self.step_index, token[:, None])
+        self.logprobs.index_copy_(1, self.step_index, logprob[:, None])
+        self.ids.copy_(token[:, None])
+        self.finished |= (token[:, None] == self.stops).any(dim=-1)
+        self.step_index.add_(1)
+
+    def _capture(self) -> torch.cuda.CUDAGraph:
+        """Run the step twice on a side stream (allocator and kernels warm), then capture it; the
+        buffers are reloaded before each batch, so what these runs wrote does not matter."""
+        self.mask[..., 0] = 0.0
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.inference_mode(), torch.cuda.stream(stream):
+            for _ in range(2):
+                self.slot.zero_()
+                self.step_index.zero_()
+                self._step()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.inference_mode(), torch.cuda.graph(graph):
+            self._step()
+        return graph
+
+    def run(self, prefix: Any, prompt_mask: torch.Tensor, first_logits: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Decode after a prefill: ``prefix`` holds the prompts' keys and values (a transformers cache
+        with ``.layers``), ``prompt_mask`` their left-padded mask and ``first_logits`` the last prompt
+        position's logits; each prompt continues in ``n`` rows. Returns tokens and log-probs (rows, steps)."""
+        prompt_length = prompt_mask.shape[1]
+        for index, layer in enumerate(prefix.layers):
+            self.cache.keys[index][:, :, :prompt_length].copy_(layer.keys.repeat_interleave(n, dim=0))
+            self.cache.values[index][:, :, :prompt_length].copy_(layer.values.repeat_interleave(n, dim=0))
+        mask = prompt_mask.repeat_interleave(n, dim=0)
+        self.mask.fill_(self.blocked)
+        self.mask[:, 0, 0, :prompt_length].masked_fill_(mask.bool(), 0.0)
+        self.positions.copy_(mask.sum(dim=-1, keepdim=True))
+        self.slot.fill_(prompt_length)
+        self.step_index.zero_()
+        self.finished.zero_()
+        self._record(*self.sampler(first_logits.repeat_interleave(n, dim=0)))
+        steps = 1
+        while steps < self.max_new:
+            self.graph.replay() if self.graph is not None else self._step()
+            steps += 1
+            if steps % STOP_CHECK_EVERY == 0 and bool(self.finished.all()):
+                break
+        return self.tokens[:, :steps], self.logprobs[:, :steps]
