@@ -216,3 +216,32 @@ def test_annotate_fast_decode_is_recorded_when_on_and_validates():
         AnnotateConfig(fast_decode=True, repetition_penalty=1.05)
     with pytest.raises(ValueError, match="static_cache was replaced by fast_decode"):
         AnnotateConfig.model_validate({"static_cache": True})
+
+
+def test_grouped_attention_equals_sdpa_over_repeated_heads():
+    from elical.annotate.backends.hf_decode import grouped_attention
+
+    torch.manual_seed(0)
+    query, key, value = torch.randn(5, 6, 1, 8), torch.randn(5, 2, 7, 8), torch.randn(5, 2, 7, 8)
+    mask = torch.zeros(5, 1, 1, 7)
+    mask[:, :, :, :3] = torch.finfo(torch.float32).min  # left padding
+    mask[1, :, :, 5:] = torch.finfo(torch.float32).min  # slots not yet written
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        query, key.repeat_interleave(3, dim=1), value.repeat_interleave(3, dim=1), attn_mask=mask)
+    got, _ = grouped_attention(None, query, key, value, mask, scaling=8 ** -0.5)
+    assert got.shape == (5, 1, 6, 8)
+    assert torch.allclose(got.transpose(1, 2), expected, atol=1e-6)
+
+
+def test_fast_decode_attends_through_grouped_attention(tiny_llama, tiny_tokenizer, monkeypatch):
+    from elical.annotate.backends import hf_decode
+    from elical.annotate.backends.base import GenerationSettings
+    from elical.annotate.backends.hf import HFBackend
+    from test_backends import PROMPTS
+
+    calls = []
+    original = hf_decode.grouped_attention
+    monkeypatch.setattr(hf_decode, "grouped_attention", lambda *a, **k: calls.append(1) or original(*a, **k))
+    HFBackend(tiny_llama, tiny_tokenizer, fast_decode=True).generate(PROMPTS, GenerationSettings(max_new_tokens=3))
+    assert len(calls) == 2 * tiny_llama.config.num_hidden_layers  # two decoding steps after the prefill
+    assert tiny_llama.config._attn_implementation == "sdpa"  # restored

@@ -1,22 +1,26 @@
 """elical's own decoding loop for the HF backend (``fast_decode``), for small models that a GPU serves
 faster than Python can launch their kernels.
 
-``generate`` spends most of a small model's decoding step on the host (per-step mask building, logits
-processors, stopping checks). This loop keeps every tensor of a step at a fixed shape and address: the
-keys and values live in a preallocated :class:`SlotCache`, the attention mask is a 4D additive mask
-updated in place, and sampling is sync-free (top-k, then top-p inside the k candidates, then an
-exponential race instead of ``multinomial``). On CUDA one step is captured once as a CUDA graph and then
-replayed, so a step costs one launch.
+``generate`` spends a small model's decoding step on the host (per-step mask building, logits
+processors, stopping checks) and, with grouped-query attention, on copying every key and value once per
+query head that shares it (a masked ``sdpa`` call cannot share them). This loop keeps every tensor of a
+step at a fixed shape and address: the keys and values live in a preallocated :class:`SlotCache`, the
+attention mask is a 4D additive mask updated in place, attention reads each key and value head once
+(:func:`grouped_attention`), and sampling is sync-free (top-k, then top-p inside the k candidates, then
+an exponential race instead of ``multinomial``). On CUDA one step is captured once as a CUDA graph and
+then replayed, so a step costs one launch.
 
 Decisions are those of ``generate`` with the same settings: greedy takes the argmax of the raw logits,
 sampling draws from the same top-k / top-p distribution (not the same draws: the random numbers are
-used differently), and token log-probs are the raw next-token log-softmax. Models whose attention reads
-a 4D mask (``sdpa`` and ``eager``) and has no sliding-window layers are supported.
+used differently), and token log-probs are the raw next-token log-softmax. Models whose attention is plain
+scaled dot-product (``sdpa`` or ``eager``: no sliding window, no logit soft-capping) are supported.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +28,42 @@ import torch
 
 SUPPORTED_ATTENTION = ("sdpa", "eager")
 STOP_CHECK_EVERY = 8  # decoding steps between checks (one host sync each) whether every row has stopped
+ATTENTION_NAME = "elical_grouped"
+
+
+def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                      attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0,
+                      **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """Scaled dot-product attention (a transformers attention function) in which the query heads that
+    share a key/value head read it together, so keys and values are never repeated per query head.
+    ``query`` (batch, heads, q, dim), ``key``/``value`` (batch, kv_heads, slots, dim), ``attention_mask``
+    additive (batch, 1, q, slots); returns (batch, q, heads, dim) like transformers' own functions."""
+    batch, heads, length, dim = query.shape
+    kv_heads, slots = key.shape[1], key.shape[2]
+    grouped = query.reshape(batch, kv_heads, heads // kv_heads * length, dim)  # head i reads kv head i // group
+    scores = torch.matmul(grouped, key.transpose(-1, -2)) * (dim ** -0.5 if scaling is None else scaling)
+    scores = scores.view(batch, kv_heads, heads // kv_heads, length, slots)
+    if attention_mask is not None:
+        scores = scores + attention_mask[:, :, None, :, :slots]
+    probs = torch.softmax(scores.float(), dim=-1).to(value.dtype).view(batch, kv_heads, -1, slots)
+    return torch.matmul(probs, value).view(batch, heads, length, -1).transpose(1, 2).contiguous(), None
+
+
+def _register() -> None:
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(ATTENTION_NAME, grouped_attention)
+
+
+@contextmanager
+def _attention(config: Any, name: str) -> Iterator[None]:
+    """The model's attention function set to ``name`` for the duration (a captured graph keeps the kernels)."""
+    before = config._attn_implementation
+    config._attn_implementation = name
+    try:
+        yield
+    finally:
+        config._attn_implementation = before
 
 
 def check_supported(model: Any) -> None:
@@ -35,6 +75,8 @@ def check_supported(model: Any) -> None:
     if "sliding_attention" in (getattr(model.config, "layer_types", None) or []):
         raise ValueError("fast_decode keeps one full-attention mask, and this model has sliding-window layers; "
                          "leave fast_decode off for it")
+    if getattr(model.config, "attn_logit_softcapping", None):
+        raise ValueError("fast_decode's attention does not soft-cap logits, and this model does; leave fast_decode off")
 
 
 class SlotCache:
@@ -102,14 +144,16 @@ class Decoder:
                                [torch.zeros(rows, h, length, dv, dtype=dtype, device=device) for h, _, dv in layout],
                                self.slot)
         self.blocked = torch.finfo(dtype).min
+        _register()
         self.graph = self._capture() if device.type == "cuda" else None
 
     def _step(self) -> None:
         """One token for every row: attend to the filled slots, choose, record, advance."""
         self.mask.index_fill_(-1, self.slot, 0.0)
         extra = {"cache_position": self.slot} if self.pass_cache_position else {}
-        out = self.model(input_ids=self.ids, position_ids=self.positions, attention_mask=self.mask, use_cache=True,
-                         logits_to_keep=1, **{self.cache_kwarg: self.cache}, **extra)
+        with _attention(self.model.config, ATTENTION_NAME):
+            out = self.model(input_ids=self.ids, position_ids=self.positions, attention_mask=self.mask,
+                             use_cache=True, logits_to_keep=1, **{self.cache_kwarg: self.cache}, **extra)
         token, logprob = self.sampler(out.logits[:, -1])
         self._record(token, logprob)
         self.positions.add_(1)
