@@ -284,7 +284,7 @@ def test_cascade_sends_only_unsure_pairs_to_the_fallback():
     cascade = CascadeJudge(inner)
     queries = [
         JudgeQuery("correctness", "q", "It is Paris", ("Paris",)),  # match is sure
-        JudgeQuery("correctness", "q", "Paree", ("Paris",)),  # match unsure -> fallback
+        JudgeQuery("correctness", "q", "Parisian", ("Paris",)),  # a near spelling -> fallback
         JudgeQuery("correctness", "q", "paris", ("Paris",)),
     ]
     assert cascade.judge_batch(queries) == [True, False, True]

@@ -40,9 +40,10 @@ class JudgeConfig(BaseModel):
 
     Correctness: ``match`` (alias containment, DPR ``has_answer`` style, without its flaws), ``exact``,
     ``paper`` (the authors' ``has_answer``, flaws included), ``embedding``, ``llm``, ``cascade``
-    (match, then the LLM). Consistency: ``answer`` (answer cores: rules, then embeddings of what
-    differs; measured best offline), ``match`` (the rules alone), ``exact``, ``embedding``, ``llm``,
-    ``cascade``. ``elical judge-check`` measures them on labelled pairs.
+    (the offline front of :mod:`~elical.annotate.judge_front`, then the LLM for what it leaves open).
+    Consistency: ``answer`` (answer cores: rules, then embeddings of what differs; measured best
+    offline), ``match`` (the rules alone), ``exact``, ``embedding``, ``llm``, ``cascade``.
+    ``elical judge-check`` measures them on labelled pairs.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from elical.annotate.config import AnnotateConfig, JudgeConfig
+from elical.annotate.judge_front import OfflineFront
 from elical.annotate.judges import CachedJudge, CascadeJudge, ExactJudge, Judge, JudgeCache, MatchJudge
+
+if TYPE_CHECKING:
+    from elical.annotate.judge_models import AnswerJudge
 
 JUDGE_NAMES = ("match", "exact", "paper", "answer", "embedding", "llm", "cascade")
 
@@ -23,6 +28,16 @@ def _llm_judge(config: AnnotateConfig, backend: Any) -> Judge:
     if backend is None or not hasattr(backend, "model"):
         raise ValueError("the llm/cascade judge needs judges.llm_model, or an HF backend whose model can judge")
     return LLMJudge(backend.model, backend.tokenizer, config.prompts, config.judges.batch_size, label=getattr(backend, "model_name", None))
+
+
+def _answer_or_none(make: Callable[[str], Judge]) -> AnswerJudge | None:
+    """The answer judge for the cascade's consistency front, or None (its rules alone) where
+    sentence-transformers or the packaged embedding model is not installed."""
+    try:
+        return cast("AnswerJudge", make("answer"))
+    except ImportError as err:
+        warnings.warn(f"cascade judge: consistency front without embeddings (its rules only): {err}", stacklevel=3)
+        return None
 
 
 def judge_maker(config: AnnotateConfig, backend: Any = None) -> Callable[[str], Judge]:
@@ -52,7 +67,7 @@ def judge_maker(config: AnnotateConfig, backend: Any = None) -> Callable[[str], 
         elif kind == "llm":
             judge = _llm_judge(config, backend)
         elif kind == "cascade":
-            judge = CascadeJudge(make("llm"))
+            judge = CascadeJudge(make("llm"), OfflineFront(_answer_or_none(make)))
         else:
             raise ValueError(f"unknown judge {kind!r} (expected one of {', '.join(JUDGE_NAMES)})")
         built[kind] = judge

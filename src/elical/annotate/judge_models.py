@@ -67,6 +67,16 @@ class EmbeddingJudge(Judge):
         return [s >= self.threshold for s in self.similarities(queries)] if queries else []
 
 
+def compare_query(query: JudgeQuery) -> Comparison:
+    """The answer judge's rules on one consistency query: option letters for multiple choice (no
+    letter picked: different), else :func:`~elical.annotate.consistency.compare_answers`."""
+    if query.task != "consistency":
+        raise ValueError("the answer judge decides consistency; correctness has the match judge")
+    if query.choices:
+        return Comparison(bool(choice_decision(query)))
+    return compare_answers(query.question, query.answer, query.references[0]) if query.references else Comparison(False)
+
+
 class AnswerJudge(Judge):
     """Consistency of two answers by what they answer, not by their sentence frames: the rules of
     :func:`~elical.annotate.consistency.compare_answers` decide where they can, and the cosine
@@ -80,21 +90,18 @@ class AnswerJudge(Judge):
 
     def comparisons(self, queries: Sequence[JudgeQuery]) -> list[Comparison]:
         """The rules' comparison of each (consistency) query; multiple choice by option letters."""
-        out = []
-        for q in queries:
-            if q.task != "consistency":
-                raise ValueError("the answer judge decides consistency; correctness has the match judge")
-            if q.choices:
-                out.append(Comparison(bool(choice_decision(q))))
-            else:
-                out.append(compare_answers(q.question, q.answer, q.references[0]) if q.references else Comparison(False))
-        return out
+        return [compare_query(q) for q in queries]
+
+    def open_similarities(self, found: Sequence[Comparison]) -> list[float | None]:
+        """The cosine similarity of the differing parts where the rules left a comparison open, else None."""
+        open_ = [c for c in found if c.decision is None]
+        sims = iter(cosine_pairs(self.model, [(c.left, c.right) for c in open_], self.batch_size))
+        return [next(sims) if c.decision is None else None for c in found]
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
         found = self.comparisons(queries)
-        open_ = [c for c in found if c.decision is None]
-        sims = iter(cosine_pairs(self.model, [(c.left, c.right) for c in open_], self.batch_size))
-        return [c.decision if c.decision is not None else next(sims) >= self.threshold for c in found]
+        sims = self.open_similarities(found)
+        return [bool(c.decision) if s is None else s >= self.threshold for c, s in zip(found, sims)]
 
 
 class LLMJudge(Judge):

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from elical.annotate.consistency import compare_answers
 from elical.annotate.text import (
@@ -101,13 +101,16 @@ class Judge(abc.ABC):
 # The version of each judge kind's rules. Bump one when its decisions change: it is part of the judge's
 # name (so of every cache key) and of an annotation folder's settings record, so a folder labelled by
 # the old rules is refused on resume instead of mixing two judges' labels.
-JUDGE_VERSIONS = {"match": 2, "exact": 2, "paper": 1, "answer": 1, "embedding": 1, "llm": 1, "cascade": 1}
+JUDGE_VERSIONS = {"match": 2, "exact": 2, "paper": 1, "answer": 1, "embedding": 1, "llm": 1, "cascade": 2}
 
 
 def judge_version(kind: str) -> str:
-    """The versioned rules of a judge kind, e.g. 'match@2'; a cascade names the judges it combines."""
+    """The versioned rules of a judge kind, e.g. 'match@2'; a cascade names the judges it combines
+    (its offline front: match rules for correctness, the answer judge for consistency; then the LLM)."""
     version = f"{kind}@{JUDGE_VERSIONS[kind]}"
-    return f"{version}({judge_version('match')}+{judge_version('llm')})" if kind == "cascade" else version
+    if kind != "cascade":
+        return version
+    return f"{version}({'+'.join(judge_version(k) for k in ('match', 'answer', 'llm'))})"
 
 
 class MatchJudge(Judge):
@@ -123,8 +126,8 @@ class MatchJudge(Judge):
         return super().answer_key(query)
 
     def sure(self, query: JudgeQuery) -> bool | None:
-        """True where the rules find a match, False where option letters differ, else None (the
-        cascade then asks the LLM)."""
+        """True where the rules find a match, False where option letters differ, else None (where
+        the rules are not sure; the cascade's offline front builds on this)."""
         if query.choices:
             return choice_decision(query)
         if query.task == "correctness":
@@ -162,7 +165,8 @@ class ExactJudge(Judge):
 
 @dataclass
 class JudgeStats:
-    """Where the judge calls went: asked, answered from dedup or cache, decided by match, computed."""
+    """Where the judge calls went: asked, answered from dedup or cache, decided by a cascade's offline
+    front, computed."""
 
     requested: int = 0
     dedup_saved: int = 0
@@ -178,17 +182,30 @@ class JudgeStats:
         return dict(vars(self))
 
 
-class CascadeJudge(Judge):
-    """Match decides where it is sure; the (LLM) judge behind it decides the rest."""
+class Front(Protocol):
+    """Offline decisions in front of a slower judge: one per query, None where that judge should decide."""
 
-    def __init__(self, fallback: Judge, match: MatchJudge | None = None):
-        self.match = match or MatchJudge()
+    name: str
+
+    def decide(self, queries: Sequence[JudgeQuery]) -> list[bool | None]: ...
+
+
+class CascadeJudge(Judge):
+    """An offline front decides what it can (by default :class:`~elical.annotate.judge_front.OfflineFront`
+    without embeddings); the (LLM) judge behind it decides the rest."""
+
+    def __init__(self, fallback: Judge, front: Front | None = None):
+        if front is None:
+            from elical.annotate.judge_front import OfflineFront  # it builds on this module
+
+            front = OfflineFront()
+        self.front = front
         self.fallback = fallback
-        self.name = f"cascade({self.match.name}+{fallback.name})"
+        self.name = f"cascade@{JUDGE_VERSIONS['cascade']}({front.name}+{fallback.name})"
         self.stats = JudgeStats()
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
-        decided = [self.match.sure(q) for q in queries]
+        decided = self.front.decide(queries)
         rest = [i for i, d in enumerate(decided) if d is None]
         self.stats.requested += len(queries)
         self.stats.cascade_saved += len(queries) - len(rest)
