@@ -218,30 +218,41 @@ def test_annotate_fast_decode_is_recorded_when_on_and_validates():
         AnnotateConfig.model_validate({"static_cache": True})
 
 
-def test_grouped_attention_equals_sdpa_over_repeated_heads():
-    from elical.annotate.backends.hf_decode import grouped_attention
+def test_prefix_attention_equals_sdpa_over_the_repeated_prompt_and_heads():
+    from elical.annotate.backends.hf_decode import SharedPrefix, prefix_attention
 
     torch.manual_seed(0)
-    query, key, value = torch.randn(5, 6, 1, 8), torch.randn(5, 2, 7, 8), torch.randn(5, 2, 7, 8)
-    mask = torch.zeros(5, 1, 1, 7)
-    mask[:, :, :, :3] = torch.finfo(torch.float32).min  # left padding
-    mask[1, :, :, 5:] = torch.finfo(torch.float32).min  # slots not yet written
+    prompts, n, heads, kv_heads, dim, prompt_slots, own_slots = 2, 3, 6, 2, 8, 5, 4
+    blocked = torch.finfo(torch.float32).min
+    prefix = SharedPrefix([torch.randn(prompts, kv_heads, prompt_slots, dim)], [torch.randn(prompts, kv_heads, prompt_slots, dim)],
+                          torch.zeros(prompts, 1, 1, prompt_slots), n)
+    prefix.mask[1, ..., :2] = blocked  # left padding of the second prompt
+    query = torch.randn(prompts * n, heads, 1, dim)
+    keys, values = torch.randn(prompts * n, kv_heads, own_slots, dim), torch.randn(prompts * n, kv_heads, own_slots, dim)
+    own_mask = torch.zeros(prompts * n, 1, 1, own_slots)
+    own_mask[..., 2:] = blocked  # slots not yet written
+    got, _ = prefix_attention(type("Layer", (), {"layer_idx": 0})(), query, keys, values, own_mask, scaling=dim ** -0.5,
+                              elical_prefix=prefix)
+
+    def full(prompt_part, own_part):  # each row: its prompt's slots, then its own, every kv head repeated
+        return torch.cat([prompt_part.repeat_interleave(n, dim=0), own_part], dim=2).repeat_interleave(heads // kv_heads, dim=1)
+
+    mask = torch.cat([prefix.mask.repeat_interleave(n, dim=0), own_mask], dim=-1)
     expected = torch.nn.functional.scaled_dot_product_attention(
-        query, key.repeat_interleave(3, dim=1), value.repeat_interleave(3, dim=1), attn_mask=mask)
-    got, _ = grouped_attention(None, query, key, value, mask, scaling=8 ** -0.5)
-    assert got.shape == (5, 1, 6, 8)
+        query, full(prefix.keys[0], keys), full(prefix.values[0], values), attn_mask=mask)
+    assert got.shape == (prompts * n, 1, heads, dim)
     assert torch.allclose(got.transpose(1, 2), expected, atol=1e-6)
 
 
-def test_fast_decode_attends_through_grouped_attention(tiny_llama, tiny_tokenizer, monkeypatch):
+def test_fast_decode_attends_through_prefix_attention(tiny_llama, tiny_tokenizer, monkeypatch):
     from elical.annotate.backends import hf_decode
     from elical.annotate.backends.base import GenerationSettings
     from elical.annotate.backends.hf import HFBackend
     from test_backends import PROMPTS
 
     calls = []
-    original = hf_decode.grouped_attention
-    monkeypatch.setattr(hf_decode, "grouped_attention", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = hf_decode.prefix_attention
+    monkeypatch.setattr(hf_decode, "prefix_attention", lambda *a, **k: calls.append(1) or original(*a, **k))
     HFBackend(tiny_llama, tiny_tokenizer, fast_decode=True).generate(PROMPTS, GenerationSettings(max_new_tokens=3))
     assert len(calls) == 2 * tiny_llama.config.num_hidden_layers  # two decoding steps after the prefill
     assert tiny_llama.config._attn_implementation == "sdpa"  # restored

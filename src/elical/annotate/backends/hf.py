@@ -107,14 +107,15 @@ class HFBackend(Backend):
             **({"fast_decode": True} if self.fast_decode else {}),
         }
 
-    def encode(self, prompts: Sequence[Prompt]):
-        """Left-padded token ids and mask for a batch of prompts (on the model's device)."""
-        texts = [self.render(p) for p in prompts]
+    def encode(self, prompts: Sequence[Prompt], texts: Sequence[str] | None = None):
+        """Left-padded token ids and mask for a batch of prompts (on the model's device); ``texts``:
+        their renderings, where the caller has them already."""
+        texts = [self.render(p) for p in prompts] if texts is None else texts
         templated = not all(isinstance(p, str) for p in prompts)
         side = self.tokenizer.padding_side
         self.tokenizer.padding_side = "left"
         try:
-            batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=not templated)
+            batch = self.tokenizer(list(texts), return_tensors="pt", padding=True, add_special_tokens=not templated)
         finally:
             self.tokenizer.padding_side = side
         return batch["input_ids"].to(self.model.device), batch["attention_mask"].to(self.model.device)
@@ -152,9 +153,10 @@ class HFBackend(Backend):
     def _generate_batch(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Generation]:
         import torch
 
-        input_ids, attention_mask = self.encode(prompts)
+        texts = [self.render(p) for p in prompts]
+        input_ids, attention_mask = self.encode(prompts, texts)
         with torch.inference_mode():
-            seed_text = "\x1e".join(self.render(p) for p in prompts)
+            seed_text = "\x1e".join(texts)
             torch.manual_seed(settings.seed + int(hashlib.sha1(seed_text.encode()).hexdigest()[:8], 16))
             decode = self._fast_decode if self.fast_decode else self._hf_generate
             tokens, logprobs = decode(input_ids, attention_mask, settings)
@@ -200,20 +202,21 @@ class HFBackend(Backend):
 
     def _fast_decode(self, input_ids, attention_mask, settings: GenerationSettings) -> tuple[list[list[int]], list[list[float]]]:
         """New tokens and their raw log-probs from elical's decoding loop (:mod:`.hf_decode`): one prefill
-        of the whole prompts, then n rows per prompt decoded in reused buffers."""
+        of the whole prompts, then n rows per prompt decoded in reused buffers, the prompt's keys and
+        values held once."""
         if settings.repetition_penalty != 1.0:
             raise ValueError("fast_decode applies no repetition penalty; leave fast_decode off to use one")
         cache, logits = self._prefill(input_ids, attention_mask)
         layout = [(layer.keys.shape[1], layer.keys.shape[-1], layer.values.shape[-1]) for layer in cache.layers]
-        rows, length = input_ids.shape[0] * settings.n, -(-(input_ids.shape[1] + settings.max_new_tokens) // 64) * 64
+        prefix_slots = -(-input_ids.shape[1] // 64) * 64  # a few buffer shapes serve every batch
         sampler = Sampler(settings.do_sample, settings.temperature, settings.top_k, settings.top_p) if settings.do_sample \
             else Sampler(False)
-        key = (rows, sampler, settings.max_new_tokens, tuple(layout))
+        key = (input_ids.shape[0], settings.n, sampler, settings.max_new_tokens, tuple(layout))
         decoder = self._decoders.get(key)
-        if decoder is None or decoder.length < length:
-            decoder = self._decoders[key] = Decoder(self.model, self._cache_kwarg, rows, length, settings.max_new_tokens,
-                                                    sampler, self.stop_ids, layout)
-        tokens, logprobs = decoder.run(cache, attention_mask, logits[:, -1], settings.n)
+        if decoder is None or decoder.prefix_slots < prefix_slots:
+            decoder = self._decoders[key] = Decoder(self.model, self._cache_kwarg, input_ids.shape[0], settings.n,
+                                                    prefix_slots, settings.max_new_tokens, sampler, self.stop_ids, layout)
+        tokens, logprobs = decoder.run(cache, attention_mask, logits[:, -1])
         return tokens.tolist(), logprobs.tolist()
 
     def _prefill(self, input_ids, attention_mask):
@@ -233,7 +236,7 @@ class HFBackend(Backend):
         return cache, out.logits
 
     def _to_generations(self, sequences: list[list[int]], logprobs: list[list[float]], keep_logprobs: bool) -> list[Generation]:
-        """Cut each sequence at its first stop token and decode it (all tokens in one batch call)."""
+        """Cut each sequence at its first stop token and decode it (each distinct token's text once)."""
         stop = set(self.stop_ids)
         kept: list[list[int]] = []
         finished: list[bool] = []
@@ -241,18 +244,16 @@ class HFBackend(Backend):
             end = next((i for i, t in enumerate(ids) if t in stop), None)
             kept.append(ids[:end] if end is not None else ids)
             finished.append(end is not None)
-        pieces = self.tokenizer.batch_decode([[t] for ids in kept for t in ids]) if any(kept) else []
+        distinct = sorted({t for ids in kept for t in ids})
+        piece = dict(zip(distinct, self.tokenizer.batch_decode([[t] for t in distinct]))) if distinct else {}
         texts = self.tokenizer.batch_decode(kept, skip_special_tokens=True)
-        out, at = [], 0
-        for ids, lps, done, text in zip(kept, logprobs, finished, texts):
-            out.append(
-                Generation(
-                    text=text.strip(),
-                    tokens=pieces[at : at + len(ids)],
-                    token_logprobs=[float(v) for v in lps[: len(ids)]] if keep_logprobs else None,
-                    finish_reason="stop" if done else "length",
-                    token_ids=list(ids),
-                )
+        return [
+            Generation(
+                text=text.strip(),
+                tokens=[piece[t] for t in ids],
+                token_logprobs=[float(v) for v in lps[: len(ids)]] if keep_logprobs else None,
+                finish_reason="stop" if done else "length",
+                token_ids=list(ids),
             )
-            at += len(ids)
-        return out
+            for ids, lps, done, text in zip(kept, logprobs, finished, texts)
+        ]

@@ -28,31 +28,62 @@ import torch
 
 SUPPORTED_ATTENTION = ("sdpa", "eager")
 STOP_CHECK_EVERY = 8  # decoding steps between checks (one host sync each) whether every row has stopped
-ATTENTION_NAME = "elical_grouped"
+ATTENTION_NAME = "elical_prefix"
 
 
-def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                      attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0,
-                      **kwargs: Any) -> tuple[torch.Tensor, None]:
-    """Scaled dot-product attention (a transformers attention function) in which the query heads that
-    share a key/value head read it together, so keys and values are never repeated per query head.
-    ``query`` (batch, heads, q, dim), ``key``/``value`` (batch, kv_heads, slots, dim), ``attention_mask``
-    additive (batch, 1, q, slots); returns (batch, q, heads, dim) like transformers' own functions."""
-    batch, heads, length, dim = query.shape
-    kv_heads, slots = key.shape[1], key.shape[2]
-    grouped = query.reshape(batch, kv_heads, heads // kv_heads * length, dim)  # head i reads kv head i // group
-    scores = torch.matmul(grouped, key.transpose(-1, -2)) * (dim ** -0.5 if scaling is None else scaling)
-    scores = scores.view(batch, kv_heads, heads // kv_heads, length, slots)
+@dataclass
+class SharedPrefix:
+    """The prompts' keys and values, once per prompt (each prompt continues in ``n`` consecutive rows),
+    and their additive mask (batch, 1, 1, slots): left padding and unused slots blocked."""
+
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+    mask: torch.Tensor
+    n: int
+
+
+def _per_prompt(x: torch.Tensor, n: int) -> torch.Tensor:
+    """(rows, kv_heads, group, k) -> (prompts, kv_heads, n * group, k): the n rows of a prompt side by side."""
+    rows, kv_heads, group, k = x.shape
+    return x.view(rows // n, n, kv_heads, group, k).transpose(1, 2).reshape(rows // n, kv_heads, n * group, k)
+
+
+def _per_row(x: torch.Tensor, n: int) -> torch.Tensor:
+    """The inverse of :func:`_per_prompt`."""
+    prompts, kv_heads, wide, k = x.shape
+    return x.view(prompts, kv_heads, n, wide // n, k).transpose(1, 2).reshape(prompts * n, kv_heads, wide // n, k)
+
+
+def prefix_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                     attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0,
+                     elical_prefix: SharedPrefix | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """One decoding step's attention (a transformers attention function) over the prompt's keys and
+    values, stored once per prompt (``elical_prefix``), and the row's own generated ones (``key``,
+    ``value``: (rows, kv_heads, slots, dim), ``attention_mask`` additive (rows, 1, 1, slots)). The query
+    heads that share a key/value head read it together, so nothing is repeated per query head or per
+    sample. ``query`` (rows, heads, 1, dim); returns (rows, 1, heads, dim) like transformers' own."""
+    if elical_prefix is None:
+        raise ValueError("prefix_attention runs inside elical's decoding loop, which passes elical_prefix")
+    rows, heads, _, dim = query.shape
+    kv_heads, n, layer = key.shape[1], elical_prefix.n, module.layer_idx
+    scale = dim ** -0.5 if scaling is None else scaling
+    grouped = query.view(rows, kv_heads, heads // kv_heads, dim)  # query head i reads kv head i // group
+    prefix_keys, prefix_values = elical_prefix.keys[layer], elical_prefix.values[layer]
+    shared = torch.matmul(_per_prompt(grouped, n), prefix_keys.transpose(-1, -2)) * scale + elical_prefix.mask
+    own = torch.matmul(grouped, key.transpose(-1, -2)) * scale
     if attention_mask is not None:
-        scores = scores + attention_mask[:, :, None, :, :slots]
-    probs = torch.softmax(scores.float(), dim=-1).to(value.dtype).view(batch, kv_heads, -1, slots)
-    return torch.matmul(probs, value).view(batch, heads, length, -1).transpose(1, 2).contiguous(), None
+        own = own + attention_mask[:, :, 0, None, :]
+    probs = torch.softmax(torch.cat([_per_row(shared, n), own], dim=-1).float(), dim=-1).to(value.dtype)
+    prefix_slots = prefix_keys.shape[2]
+    out = _per_row(torch.matmul(_per_prompt(probs[..., :prefix_slots], n), prefix_values), n) \
+        + torch.matmul(probs[..., prefix_slots:], value)
+    return out.reshape(rows, 1, heads, dim), None
 
 
 def _register() -> None:
     from transformers import AttentionInterface
 
-    AttentionInterface.register(ATTENTION_NAME, grouped_attention)
+    AttentionInterface.register(ATTENTION_NAME, prefix_attention)
 
 
 @contextmanager
@@ -122,38 +153,46 @@ class Sampler:
 
 
 class Decoder:
-    """Decoding buffers for ``rows`` sequences of up to ``length`` cache slots, reused batch after batch
-    (on CUDA with the step captured once as a CUDA graph)."""
+    """Decoding buffers for ``prompts`` prompts of up to ``prefix_slots`` tokens, each continued in ``n``
+    rows for up to ``max_new`` tokens, reused batch after batch (on CUDA with the step captured once as
+    a CUDA graph). The prompts' keys and values are held once per prompt (:class:`SharedPrefix`), the
+    generated ones per row (:class:`SlotCache`)."""
 
-    def __init__(self, model: Any, cache_kwarg: str, rows: int, length: int, max_new: int, sampler: Sampler,
-                 stop_ids: list[int], layout: list[tuple[int, int, int]]) -> None:
+    def __init__(self, model: Any, cache_kwarg: str, prompts: int, n: int, prefix_slots: int, max_new: int,
+                 sampler: Sampler, stop_ids: list[int], layout: list[tuple[int, int, int]]) -> None:
         device, dtype = model.device, model.dtype
+        rows = prompts * n
         self.model, self.cache_kwarg, self.sampler = model, cache_kwarg, sampler
-        self.length, self.max_new = length, max_new
+        self.prefix_slots, self.max_new = prefix_slots, max_new
         self.pass_cache_position = "cache_position" in inspect.signature(model.forward).parameters
         self.ids = torch.zeros(rows, 1, dtype=torch.long, device=device)
         self.positions = torch.zeros(rows, 1, dtype=torch.long, device=device)
         self.slot = torch.zeros(1, dtype=torch.long, device=device)
         self.step_index = torch.zeros(1, dtype=torch.long, device=device)
-        self.mask = torch.zeros(rows, 1, 1, length, dtype=dtype, device=device)
+        self.mask = torch.zeros(rows, 1, 1, max_new, dtype=dtype, device=device)
         self.tokens = torch.zeros(rows, max_new, dtype=torch.long, device=device)
         self.logprobs = torch.zeros(rows, max_new, dtype=torch.float32, device=device)
         self.finished = torch.zeros(rows, dtype=torch.bool, device=device)
         self.stops = torch.tensor(stop_ids, dtype=torch.long, device=device)
-        self.cache = SlotCache([torch.zeros(rows, h, length, d, dtype=dtype, device=device) for h, d, _ in layout],
-                               [torch.zeros(rows, h, length, dv, dtype=dtype, device=device) for h, _, dv in layout],
-                               self.slot)
+
+        def buffers(batch: int, slots: int, which: int) -> list[torch.Tensor]:
+            return [torch.zeros(batch, shape[0], slots, shape[which], dtype=dtype, device=device) for shape in layout]
+
+        self.cache = SlotCache(buffers(rows, max_new, 1), buffers(rows, max_new, 2), self.slot)
+        self.prefix = SharedPrefix(buffers(prompts, prefix_slots, 1), buffers(prompts, prefix_slots, 2),
+                                   torch.zeros(prompts, 1, 1, prefix_slots, dtype=dtype, device=device), n)
         self.blocked = torch.finfo(dtype).min
         _register()
         self.graph = self._capture() if device.type == "cuda" else None
 
     def _step(self) -> None:
-        """One token for every row: attend to the filled slots, choose, record, advance."""
+        """One token for every row: attend to the prompt and the filled slots, choose, record, advance."""
         self.mask.index_fill_(-1, self.slot, 0.0)
         extra = {"cache_position": self.slot} if self.pass_cache_position else {}
         with _attention(self.model.config, ATTENTION_NAME):
             out = self.model(input_ids=self.ids, position_ids=self.positions, attention_mask=self.mask,
-                             use_cache=True, logits_to_keep=1, **{self.cache_kwarg: self.cache}, **extra)
+                             use_cache=True, logits_to_keep=1, elical_prefix=self.prefix,
+                             **{self.cache_kwarg: self.cache}, **extra)
         token, logprob = self.sampler(out.logits[:, -1])
         self._record(token, logprob)
         self.positions.add_(1)
@@ -169,7 +208,6 @@ class Decoder:
     def _capture(self) -> torch.cuda.CUDAGraph:
         """Run the step twice on a side stream (allocator and kernels warm), then capture it; the
         buffers are reloaded before each batch, so what these runs wrote does not matter."""
-        self.mask[..., 0] = 0.0
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.inference_mode(), torch.cuda.stream(stream):
@@ -183,19 +221,19 @@ class Decoder:
             self._step()
         return graph
 
-    def run(self, prefix: Any, prompt_mask: torch.Tensor, first_logits: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Decode after a prefill: ``prefix`` holds the prompts' keys and values (a transformers cache
+    def run(self, prefill: Any, prompt_mask: torch.Tensor, first_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Decode after a prefill: ``prefill`` holds the prompts' keys and values (a transformers cache
         with ``.layers``), ``prompt_mask`` their left-padded mask and ``first_logits`` the last prompt
-        position's logits; each prompt continues in ``n`` rows. Returns tokens and log-probs (rows, steps)."""
-        prompt_length = prompt_mask.shape[1]
-        for index, layer in enumerate(prefix.layers):
-            self.cache.keys[index][:, :, :prompt_length].copy_(layer.keys.repeat_interleave(n, dim=0))
-            self.cache.values[index][:, :, :prompt_length].copy_(layer.values.repeat_interleave(n, dim=0))
-        mask = prompt_mask.repeat_interleave(n, dim=0)
+        position's logits. Returns tokens and log-probs (rows, steps), the n rows of a prompt together."""
+        n, prompt_length = self.prefix.n, prompt_mask.shape[1]
+        for index, layer in enumerate(prefill.layers):
+            self.prefix.keys[index][:, :, :prompt_length].copy_(layer.keys)
+            self.prefix.values[index][:, :, :prompt_length].copy_(layer.values)
+        self.prefix.mask.fill_(self.blocked)
+        self.prefix.mask[:, 0, 0, :prompt_length].masked_fill_(prompt_mask.bool(), 0.0)
         self.mask.fill_(self.blocked)
-        self.mask[:, 0, 0, :prompt_length].masked_fill_(mask.bool(), 0.0)
-        self.positions.copy_(mask.sum(dim=-1, keepdim=True))
-        self.slot.fill_(prompt_length)
+        self.positions.copy_(prompt_mask.sum(dim=-1, keepdim=True).repeat_interleave(n, dim=0))
+        self.slot.zero_()
         self.step_index.zero_()
         self.finished.zero_()
         self._record(*self.sampler(first_logits.repeat_interleave(n, dim=0)))
