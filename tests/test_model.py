@@ -82,6 +82,20 @@ def test_pack_rows_fits_every_sequence_once():
     assert len(rows) == 4  # 28 tokens need at least 4 rows of 8
 
 
+def test_packing_cuts_the_rows_it_leaves_half_empty_into_a_short_last_batch():
+    from elical.train.batching import TAIL_ROUND
+
+    seqs = [[1] * 90 for _ in range(23)]  # 2,070 tokens: two full rows of 1,024 (11 prompts each) and one of 90
+    trimmed = packed_batches(seqs, range(23), 0, tokens_per_batch=2048, row_length=1024)
+    plain = packed_batches(seqs, range(23), 0, tokens_per_batch=2048, row_length=1024, trim_tail=False)
+    assert [b.input_ids.shape for b in plain] == [(2, 1024), (1, 1024)]
+    assert [b.input_ids.shape for b in trimmed] == [(2, 1024), (1, TAIL_ROUND * 2)]  # 90 tokens -> 128
+    for batches in (trimmed, plain):
+        assert sorted(q for b in batches for q in b.order) == list(range(23))
+        assert all(b.input_ids.reshape(-1)[b.pool_index].eq(1).all() for b in batches)  # pooling reads real tokens
+        assert sum(b.real_tokens for b in batches) == 2070
+
+
 def test_lora_on_all_linear_layers_and_not_on_head(tiny_dir):
     model = ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir)))
     adapted = {n.split(".lora_A")[0].rsplit(".", 1)[-1] for n in model.lora_parameters() if ".lora_A" in n}

@@ -33,7 +33,7 @@ def test_bad_speed_settings_are_refused(settings, message):
 def test_pad_batch_gives_static_shapes():
     from elical.train.batching import packed_batches, pad_batch, static_rows
 
-    batch = packed_batches([[1, 2, 3], [4, 5], [6]], [0, 1, 2], 0, tokens_per_batch=32, row_length=4)[0]
+    batch = packed_batches([[1, 2, 3], [4, 5], [6]], [0, 1, 2], 0, tokens_per_batch=32, row_length=4, trim_tail=False)[0]
     padded = pad_batch(batch, rows=4, questions=5, pad_id=0)
     assert padded.input_ids.shape == (4, 4) and padded.pool_index.shape == (5,) and padded.order == batch.order
     assert padded.position_ids[-1].tolist() == [0, 1, 2, 3]  # a padding row is one segment of its own

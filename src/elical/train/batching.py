@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+TAIL_ROUND = 64  # a trimmed last batch's row length is a multiple of this (a few shapes for compiled layers)
+
 
 @dataclass
 class Batch:
@@ -76,38 +78,51 @@ def packed_batches(
     pad_id: int,
     tokens_per_batch: int,
     row_length: int = 1024,
+    trim_tail: bool = True,
 ) -> list[Batch]:
     """Pack the sequences ``seqs[i] for i in indices`` into batches of rows of ``row_length`` tokens.
 
     A batch holds ``max(1, tokens_per_batch // row_length)`` rows; ``row_length`` grows to the longest
-    sequence if needed.
+    sequence if needed. With ``trim_tail``, the rows packing leaves at most half full (the last one or
+    few) form a last batch of their own, cut to their longest rounded up to ``TAIL_ROUND`` tokens, so
+    the padding of a whole last row is not computed (static shapes need ``trim_tail=False``).
     """
     if not indices:
         return []
     lengths = [len(seqs[i]) for i in indices]
     row_length = max(row_length, max(lengths))
     rows = pack_rows(lengths, row_length)
+    used = [sum(lengths[i] for i in row) for row in rows]
+    full = [r for r, u in zip(rows, used) if not trim_tail or 2 * u > row_length]
+    tail = [r for r, u in zip(rows, used) if trim_tail and 2 * u <= row_length]
     rows_per_batch = max(1, tokens_per_batch // row_length)
-    batches = []
-    for start in range(0, len(rows), rows_per_batch):
-        group = rows[start:start + rows_per_batch]
-        ids = torch.full((len(group), row_length), pad_id, dtype=torch.long)
-        pos = torch.zeros((len(group), row_length), dtype=torch.long)
-        pool, order, real = [], [], 0
-        for r, row in enumerate(group):
-            cursor = 0
-            for local in row:
-                seq = seqs[indices[local]]
-                n = len(seq)
-                ids[r, cursor:cursor + n] = torch.tensor(seq, dtype=torch.long)
-                pos[r, cursor:cursor + n] = torch.arange(n)
-                cursor += n
-                pool.append(r * row_length + cursor - 1)
-                order.append(indices[local])
-                real += n
-            pos[r, cursor:] = torch.arange(row_length - cursor)  # tail padding: its own segment
-        batches.append(Batch(ids, pos, torch.tensor(pool, dtype=torch.long), order, real))
+    batches = [_packed(seqs, indices, full[start:start + rows_per_batch], row_length, pad_id)
+               for start in range(0, len(full), rows_per_batch)]
+    if tail:
+        longest = max(u for u in used if 2 * u <= row_length)
+        batches.append(_packed(seqs, indices, tail, min(row_length, -(-longest // TAIL_ROUND) * TAIL_ROUND), pad_id))
     return batches
+
+
+def _packed(seqs: Sequence[Sequence[int]], indices: Sequence[int], group: list[list[int]], row_length: int,
+            pad_id: int) -> Batch:
+    """One batch of packed rows (each a list of positions in ``indices``) of ``row_length`` tokens."""
+    ids = torch.full((len(group), row_length), pad_id, dtype=torch.long)
+    pos = torch.zeros((len(group), row_length), dtype=torch.long)
+    pool, order, real = [], [], 0
+    for r, row in enumerate(group):
+        cursor = 0
+        for local in row:
+            seq = seqs[indices[local]]
+            n = len(seq)
+            ids[r, cursor:cursor + n] = torch.tensor(seq, dtype=torch.long)
+            pos[r, cursor:cursor + n] = torch.arange(n)
+            cursor += n
+            pool.append(r * row_length + cursor - 1)
+            order.append(indices[local])
+            real += n
+        pos[r, cursor:] = torch.arange(row_length - cursor)  # tail padding: its own segment
+    return Batch(ids, pos, torch.tensor(pool, dtype=torch.long), order, real)
 
 
 def pad_batch(batch: Batch, rows: int, questions: int, pad_id: int) -> Batch:
@@ -161,8 +176,8 @@ def padded_batches(seqs: Sequence[Sequence[int]], indices: Sequence[int], pad_id
 
 
 def make_batches(seqs: Sequence[Sequence[int]], indices: Sequence[int], pad_id: int, *, packing: bool,
-                 tokens_per_batch: int, row_length: int, batch_size: int) -> list[Batch]:
+                 tokens_per_batch: int, row_length: int, batch_size: int, trim_tail: bool = True) -> list[Batch]:
     """Packed batches by token budget, or padded batches of ``batch_size`` questions."""
     if packing:
-        return packed_batches(seqs, indices, pad_id, tokens_per_batch, row_length)
+        return packed_batches(seqs, indices, pad_id, tokens_per_batch, row_length, trim_tail)
     return list(padded_batches(seqs, indices, pad_id, batch_size))

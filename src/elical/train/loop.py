@@ -310,7 +310,7 @@ def _train_step(wrapped, batch: list[int], rank: int, world: int, data: StageDat
         shard, weight = batch[:1], 0.0
     micro = make_batches(data.seqs, shard, data.pad_id, packing=cfg.packing,
                          tokens_per_batch=cfg.tokens_per_batch, row_length=cfg.row_length,
-                         batch_size=cfg.micro_batch_size)
+                         batch_size=cfg.micro_batch_size, trim_tail=not speed.static)
     if speed.static:  # every question count of a step fits one shape: this process's share of a full batch
         most = math.ceil(cfg.batch_size / world)
         micro = [pad_batch(mb, static_rows(len(mb.input_ids), max(1, cfg.tokens_per_batch // mb.input_ids.shape[1])),
