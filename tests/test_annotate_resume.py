@@ -95,6 +95,28 @@ def test_cli_refuses_other_settings_and_retrained_weights_with_exit_2(tiny_token
     assert all(r.k == 2 for r in read_parquet(tmp_path / "run" / "records.parquet"))
 
 
+def test_cli_fast_decode_is_recorded_so_a_folder_never_mixes_two_samplers(tiny_tokenizer, tiny_llama, tmp_path):
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+    from test_annotate import QUESTIONS
+
+    tiny_llama.save_pretrained(tmp_path / "model")
+    tiny_tokenizer.save_pretrained(tmp_path / "model")
+    data = tmp_path / "nq_test.jsonl"
+    data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS[:3]))
+    runner = CliRunner()
+    args = ["annotate", str(data), "--model", str(tmp_path / "model"), "--max-new-tokens", "4", "--device", "cpu",
+            "--k", "2", "--consistency-judge", "match", "--out", str(tmp_path / "run")]
+    assert runner.invoke(app, args).exit_code == 0
+    result = runner.invoke(app, [*args, "--fast-decode"])
+    assert result.exit_code == 2 and "fast_decode" in result.output and "--overwrite" in result.output
+    result = runner.invoke(app, [*args, "--fast-decode", "--overwrite"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "run" / "settings" / "annotate.json").read_text())["settings"]["fast_decode"] is True
+    assert all(len(r.samples) == 2 for r in read_parquet(tmp_path / "run" / "records.parquet"))
+
+
 def test_new_judge_rules_are_refused_like_other_settings(backend, tmp_path, monkeypatch):
     """A judge whose rules changed (its version bumped) must not resume a folder labelled by the old rules."""
     from elical.annotate import judges

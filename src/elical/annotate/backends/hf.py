@@ -6,8 +6,9 @@ come from the model's raw next-token distribution (recorded before any repetitio
 temperature or top-k/top-p), so they equal one forward pass over prompt + answer.
 
 ``fast_decode`` replaces ``generate`` by elical's own decoding loop (:mod:`.hf_decode`: fixed-shape
-buffers, sync-free sampling, each step one CUDA graph on a GPU), for small models that are host-bound
-there. Greedy answers are the same; samples come from the same distribution but are other draws.
+buffers, the prompt's keys and values held once for its k samples, sync-free sampling, each step one
+CUDA graph on a GPU), for small models whose ``generate`` steps a GPU leaves waiting on the host and on
+copies. Greedy answers are the same; samples come from the same distribution but are other draws.
 """
 
 from __future__ import annotations

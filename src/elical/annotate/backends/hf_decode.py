@@ -1,14 +1,15 @@
-"""elical's own decoding loop for the HF backend (``fast_decode``), for small models that a GPU serves
-faster than Python can launch their kernels.
+"""elical's own decoding loop for the HF backend (``fast_decode``), for small models whose decoding
+step a GPU finishes faster than Python launches it.
 
 ``generate`` spends a small model's decoding step on the host (per-step mask building, logits
 processors, stopping checks) and, with grouped-query attention, on copying every key and value once per
-query head that shares it (a masked ``sdpa`` call cannot share them). This loop keeps every tensor of a
-step at a fixed shape and address: the keys and values live in a preallocated :class:`SlotCache`, the
-attention mask is a 4D additive mask updated in place, attention reads each key and value head once
-(:func:`grouped_attention`), and sampling is sync-free (top-k, then top-p inside the k candidates, then
-an exponential race instead of ``multinomial``). On CUDA one step is captured once as a CUDA graph and
-then replayed, so a step costs one launch.
+query head that shares it (a masked ``sdpa`` call cannot share them; on an H100 these copies were 55 %
+of SmolLM2's step at k=20). This loop keeps every tensor of a step at a fixed shape and address: the
+prompt's keys and values are held once for its k samples (:class:`SharedPrefix`), the generated ones per
+row in a preallocated :class:`SlotCache`, the masks are additive and updated in place, attention reads
+each key and value head once per prompt or row (:func:`prefix_attention`), and sampling is sync-free
+(top-k, then top-p inside the k candidates, then an exponential race instead of ``multinomial``). On
+CUDA one step is captured once as a CUDA graph and then replayed, so a step costs one launch.
 
 Decisions are those of ``generate`` with the same settings: greedy takes the argmax of the raw logits,
 sampling draws from the same top-k / top-p distribution (not the same draws: the random numbers are
