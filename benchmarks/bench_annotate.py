@@ -5,8 +5,9 @@ Measures, with the HF backend:
      without shared-prefix sampling (the k samples reuse one prompt prefill), plus greedy answers/s;
   2. the same for a Qwen2.5-7B-architecture model with random bf16 weights (a tiny Qwen2 on CPU);
      random weights rarely stop early, so every answer runs to max_new_tokens (worst case);
-  3. judge calls saved by dedup of identical normalized answers and by the match->LLM cascade on real
-     annotations (``--records``), and the cascade's agreement with the full LLM judge on a sample;
+  3. judge calls saved by dedup of identical normalized answers and by the cascade's offline front
+     (``elical.annotate.judge_front``; and by the earlier match-only front) on real annotations
+     (``--records``), and the cascade's agreement with the full LLM judge on a sample;
   4. ``--sections decode`` (issue 15): SmolLM2 questions/s at k samples with the HF backend's two
      decoding paths side by side: ``base`` (transformers' ``generate``, shared prefix on) and ``fast``
      (``fast_decode``: elical's loop, one CUDA graph per step on a GPU), for each ``--max-new-tokens``,
@@ -199,10 +200,23 @@ def bench_decode(backends: dict[str, HFBackend], prompts, k: int, max_new: int, 
     return rows
 
 
+def answer_judge():
+    """The answer judge (MiniLM) for the offline front's consistency band, or None (its rules alone)."""
+    from elical.annotate.judge_models import AnswerJudge
+
+    try:
+        return AnswerJudge()
+    except ImportError as err:
+        print(f"consistency front without embeddings: {err}")
+        return None
+
+
 def judge_savings(records_path: Path, llm_sample: int, device: str, model=None, tok=None) -> tuple[list[dict], list[dict]]:
-    """Judge calls asked vs made, per task, with dedup and with the cascade; agreement of cascade vs LLM."""
+    """Judge calls asked vs made, per task: after dedup, after today's cascade front (judge_front.OfflineFront)
+    and after the earlier one (match's sure decisions alone); agreement of the cascade with the full LLM judge."""
     import random
 
+    from elical.annotate.judge_front import OfflineFront
     from elical.annotate.judge_models import LLMJudge
     from elical.annotate.judges import CachedJudge, CascadeJudge, JudgeQuery, MatchJudge, query_key
     from elical.records import read_records
@@ -215,14 +229,17 @@ def judge_savings(records_path: Path, llm_sample: int, device: str, model=None, 
             queries["correctness"].append(JudgeQuery("correctness", r.question, answer, tuple(r.answers), choices))
         for answer in r.samples:
             queries["consistency"].append(JudgeQuery("consistency", r.question, answer, (r.greedy_response,), choices))
-    match = MatchJudge()
-    keyed = CascadeJudge(match)  # any cascade dedups by its answer_key: the answer text, trimmed
+    match, front = MatchJudge(), OfflineFront(answer_judge())
+    keyed = CascadeJudge(match, front)  # any cascade dedups by its answer_key: the answer text, trimmed
     rows = []
     for task, qs in queries.items():
-        unique = {query_key(keyed, q): q for q in qs}
-        unsure = [q for q in unique.values() if match.sure(q) is None]
-        rows.append({"task": task, "pairs": len(qs), "after_dedup": len(unique), "dedup_saved_pct": 100 * (1 - len(unique) / max(1, len(qs))),
-                     "after_cascade": len(unsure), "total_saved_pct": 100 * (1 - len(unsure) / max(1, len(qs)))})
+        unique = list({query_key(keyed, q): q for q in qs}.values())
+        old = sum(match.sure(q) is None for q in unique)
+        now = sum(d is None for d in front.decide(unique))
+        rows.append({"task": task, "pairs": len(qs), "after_dedup": len(unique),
+                     "dedup_saved_pct": 100 * (1 - len(unique) / max(1, len(qs))),
+                     "after_match_cascade": old, "match_cascade_saved_pct": 100 * (1 - old / max(1, len(qs))),
+                     "after_offline_front": now, "offline_front_saved_pct": 100 * (1 - now / max(1, len(qs)))})
     agreement = []
     if model is not None and llm_sample:
         llm = LLMJudge(model, tok, PromptConfig(), batch_size=64, label="smollm2")
@@ -232,7 +249,7 @@ def judge_savings(records_path: Path, llm_sample: int, device: str, model=None, 
             start = time.perf_counter()
             full = CachedJudge(llm).judge_batch(sample)
             seconds = time.perf_counter() - start
-            cascade = CascadeJudge(llm).judge_batch(sample)
+            cascade = CascadeJudge(llm, front).judge_batch(sample)
             agree = sum(a == b for a, b in zip(full, cascade)) / len(sample)
             agreement.append({"task": task, "sample": len(sample), "cascade_vs_llm_agreement": agree,
                               "llm_positive_rate": sum(full) / len(sample), "llm_judge_pairs_per_s": len(sample) / seconds})
@@ -306,7 +323,7 @@ def main() -> None:
         rows, agreement = judge_savings(args.records, llm_sample, device, model, tok)
         results["judge_savings"], results["cascade_agreement"] = rows, agreement
         print_table(f"Judge calls saved on {args.records}", rows)
-        print_table("Cascade (match, then SmolLM2 LLM judge) vs the full SmolLM2 LLM judge", agreement)
+        print_table("Cascade (offline front, then SmolLM2 LLM judge) vs the full SmolLM2 LLM judge", agreement)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"machine": machine(), "size": args.size, "results": results}, indent=2))
