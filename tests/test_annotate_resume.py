@@ -68,20 +68,26 @@ def test_overwrite_starts_over_and_touches_nothing_else(backend, tmp_path):
     assert json.loads((tmp_path / "settings" / "annotate.json").read_text())["settings"]["k"] == 2
 
 
+def annotate_args(tokenizer, model, tmp_path) -> list[str]:
+    """`elical annotate` arguments over 3 questions with the tiny model saved under tmp_path (no --k)."""
+    from test_annotate import QUESTIONS
+
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    data = tmp_path / "nq_test.jsonl"
+    data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS[:3]))
+    return ["annotate", str(data), "--model", str(tmp_path / "model"), "--max-new-tokens", "4", "--device", "cpu",
+            "--out", str(tmp_path / "run")]
+
+
 def test_cli_refuses_other_settings_and_retrained_weights_with_exit_2(tiny_tokenizer, tiny_llama, tmp_path):
     from typer.testing import CliRunner
 
     from elical.cli import app
-    from test_annotate import QUESTIONS
     from tiny import build_model
 
-    tiny_llama.save_pretrained(tmp_path / "model")
-    tiny_tokenizer.save_pretrained(tmp_path / "model")
-    data = tmp_path / "nq_test.jsonl"
-    data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS[:3]))
     runner = CliRunner()
-    args = ["annotate", str(data), "--model", str(tmp_path / "model"), "--max-new-tokens", "4", "--device", "cpu",
-            "--out", str(tmp_path / "run")]
+    args = annotate_args(tiny_tokenizer, tiny_llama, tmp_path)
     assert runner.invoke(app, [*args, "--k", "3"]).exit_code == 0
     before = snapshot(tmp_path / "run")
     result = runner.invoke(app, [*args, "--k", "2"])
@@ -99,15 +105,9 @@ def test_cli_fast_decode_is_recorded_so_a_folder_never_mixes_two_samplers(tiny_t
     from typer.testing import CliRunner
 
     from elical.cli import app
-    from test_annotate import QUESTIONS
 
-    tiny_llama.save_pretrained(tmp_path / "model")
-    tiny_tokenizer.save_pretrained(tmp_path / "model")
-    data = tmp_path / "nq_test.jsonl"
-    data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in QUESTIONS[:3]))
     runner = CliRunner()
-    args = ["annotate", str(data), "--model", str(tmp_path / "model"), "--max-new-tokens", "4", "--device", "cpu",
-            "--k", "2", "--consistency-judge", "match", "--out", str(tmp_path / "run")]
+    args = [*annotate_args(tiny_tokenizer, tiny_llama, tmp_path), "--k", "2", "--consistency-judge", "match"]
     assert runner.invoke(app, args).exit_code == 0
     result = runner.invoke(app, [*args, "--fast-decode"])
     assert result.exit_code == 2 and "fast_decode" in result.output and "--overwrite" in result.output
