@@ -142,6 +142,8 @@ class Sampler:
 
     def _draw(self, scores: torch.Tensor) -> torch.Tensor:
         scaled = scores / self.temperature
+        if not self.top_k and self.top_p >= 1.0:  # plain sampling: no candidates to rank
+            return self._race(torch.softmax(scaled, dim=-1))
         if self.top_k:
             values, index = scaled.topk(min(self.top_k, scaled.shape[-1]), dim=-1)
         else:
@@ -149,8 +151,13 @@ class Sampler:
         probs = torch.softmax(values, dim=-1)
         if self.top_p < 1.0:  # keep a candidate while the mass ranked above it is below top_p
             probs = torch.where(probs.cumsum(-1) - probs < self.top_p, probs, torch.zeros_like(probs))
-        race = probs / torch.empty_like(probs).exponential_(1.0)  # argmax of p/E draws i with probability p_i
-        return index.gather(1, race.argmax(dim=-1, keepdim=True)).squeeze(1)
+        return index.gather(1, self._race(probs)[:, None]).squeeze(1)
+
+    @staticmethod
+    def _race(probs: torch.Tensor) -> torch.Tensor:
+        """Each row's draw from ``probs`` (unnormalised is fine): the argmax of p / E, E ~ Exp(1), is i
+        with probability p_i, without the host sync of ``multinomial``."""
+        return (probs / torch.empty_like(probs).exponential_(1.0)).argmax(dim=-1)
 
 
 class Decoder:
