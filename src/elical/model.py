@@ -79,6 +79,14 @@ def qa_prompt(tokenizer: Any, question: str, config: ModelConfig) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
+def _backbone(config: ModelConfig, device: str | torch.device) -> tuple[Any, Any]:
+    """(classifier, tokenizer): ``config.base_model`` loaded with a one-score head, as ``config`` says."""
+    from elical.loading import load_model
+
+    classifier, tokenizer, _ = load_model(config.base_model, "score", config.dtype, device, config.attn_implementation)
+    return classifier, tokenizer
+
+
 class ConfidenceModel(nn.Module):
     """Backbone (+ LoRA) + head; ``forward`` returns one logit per pooled position."""
 
@@ -151,13 +159,9 @@ class ConfidenceModel(nn.Module):
     @classmethod
     def create(cls, config: ModelConfig, device: str | torch.device = "cpu") -> ConfidenceModel:
         """A fresh model around the causal LM ``config.base_model`` (alias, folder, .gguf or cached name)."""
-        from elical.loading import load_model
-
         if not config.base_model:
             raise ValueError("model config has no base_model (path or name of a Hugging Face causal LM)")
-        classifier, tokenizer, _ = load_model(config.base_model, "score", config.dtype, device,
-                                              config.attn_implementation)
-        return cls.from_backbone(classifier, tokenizer, config)
+        return cls.from_backbone(*_backbone(config, device), config)
 
     @classmethod
     def load(
@@ -188,11 +192,7 @@ class ConfidenceModel(nn.Module):
     def _from_folder(cls, config: ModelConfig, device: str | torch.device, path: Path, trainable: bool,
                     merge: bool) -> ConfidenceModel:
         """The backbone of ``config`` with the LoRA and head saved in ``path`` (see :meth:`load`)."""
-        from elical.loading import load_model
-
-        classifier, tokenizer, _ = load_model(config.base_model, "score", config.dtype, device,
-                                              config.attn_implementation)
-        model = cls.from_backbone(classifier, tokenizer, config, adapter_dir=path, trainable=trainable)
+        model = cls.from_backbone(*_backbone(config, device), config, adapter_dir=path, trainable=trainable)
         if merge and not trainable:
             model.merge_adapter()
         return model

@@ -93,13 +93,14 @@ def packed_batches(
     row_length = max(row_length, max(lengths))
     rows = pack_rows(lengths, row_length)
     used = [sum(lengths[i] for i in row) for row in rows]
-    full = [r for r, u in zip(rows, used) if not trim_tail or 2 * u > row_length]
-    tail = [r for r, u in zip(rows, used) if trim_tail and 2 * u <= row_length]
+    in_tail = [trim_tail and 2 * u <= row_length for u in used]
+    full = [r for r, t in zip(rows, in_tail) if not t]
     rows_per_batch = max(1, tokens_per_batch // row_length)
     batches = [_packed(seqs, indices, full[start:start + rows_per_batch], row_length, pad_id)
                for start in range(0, len(full), rows_per_batch)]
-    if tail:
-        longest = max(u for u in used if 2 * u <= row_length)
+    if any(in_tail):
+        longest = max(u for u, t in zip(used, in_tail) if t)
+        tail = [r for r, t in zip(rows, in_tail) if t]
         batches.append(_packed(seqs, indices, tail, min(row_length, -(-longest // TAIL_ROUND) * TAIL_ROUND), pad_id))
     return batches
 
