@@ -195,6 +195,16 @@ def test_match_consistency():
         ("Which came first, Blind Shaft or Fu Manchu?", "Blind Shaft", "Blind Shaft came first.", True),
         ("What is the capital of Russia?", "The capital of Russia is Moscow. It is big.", "Moscow. Or Kazan.", True),
         ("What is the capital of Russia?", "Moscow", "I don't know.", None),
+        # initials stand for the given names they begin, next to a shared surname
+        ("Who wrote the novel?", "J.K. Rowling", "It was written by Joanne Rowling.", True),
+        ("Who wrote the novel?", "J. Smith", "John Fitzgerald Smith wrote it.", True),
+        ("Who wrote the novel?", "J.K. Rowling", "It was written by Kathleen Rowling.", None),
+        # words that name nothing, found in an answer that names what they lack: no containment
+        ("On which continent is Korea?", "Korea is located on the **** continent.", "Korea is located in Asia.", None),
+        ("Where was she born?", "She was born in a small town.", "She was born in a small town in Ohio.", None),
+        # ... but one that shares the other's name, however cased, is contained as before
+        ("What is the common currency of the union?", "The euro.", "The EU uses the Euro.", True),
+        ("Which gas do plants absorb?", "carbon dioxide", "plants absorb carbon dioxide", True),
     ],
 )
 def test_compare_answers(question, a, b, decision):
@@ -204,6 +214,11 @@ def test_compare_answers(question, a, b, decision):
 def test_compare_answers_leaves_only_the_differing_words():
     found = compare_answers("Which country is Kumasi in?", "Kumasi is located in Nigeria.", "It is located in Ghana.")
     assert (found.left, found.right) == ("nigeria", "ghana")
+
+
+def test_compare_answers_leaves_whole_cores_when_one_names_what_the_other_lacks():
+    found = compare_answers("On which continent is Korea?", "It is located there.", "It is located in East Asia.")
+    assert (found.decision, found.left, found.right) == (None, "located", "located east asia")
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,13 @@ and that to its core: its tokens less function words and less the words of the q
   as in "a Japanese politician"), only the named words are compared;
   cores (or named words) with the same words agree, and so does one whose words all occur in the
   other ("Gitega" / "The capital of Burundi is Gitega."; "Paris" / "Paris, France"), a word
-  counting in its other forms ("Japan" / "Japanese", "produces" / "produced");
+  counting in its other forms ("Japan" / "Japanese", "produces" / "produced"), unless the one names
+  nothing and the other names something it does not ("located" / "located in East Asia": the name
+  may be just what the first lacks, so the whole cores are left for a model to compare);
 - "yes" and "no" disagree, and so do different numbers or letters ("1944" / "1945", "Hepatitis A" /
   "Hepatitis B"): sentence embeddings blur such codes;
-- an abbreviation agrees with the words it abbreviates ("JFK" / "John F. Kennedy");
+- an abbreviation agrees with the words it abbreviates ("JFK" / "John F. Kennedy"), and initials
+  with the given names they begin next to a shared name ("J.K. Rowling" / "Joanne Rowling");
 - otherwise the words each core does not share with the other are left for a model to compare.
 """
 
@@ -145,6 +148,15 @@ def _abbreviates(short: list[Token], words: list[Token]) -> bool:
     return any("".join(initials[i : i + len(letters)]) == letters for i in range(len(initials) - len(letters) + 1))
 
 
+def _initials_of(short: list[Token], words: list[Token]) -> bool:
+    """Whether ``short`` is one token of dotted initials that could stand for the capitalized
+    ``words`` ("J.K." / "Joanne", "J." / "John Fitzgerald"): the one's letters begin the other's."""
+    if len(short) != 1 or not short[0].initials or not words or any(w.case == "lower" for w in words):
+        return False
+    letters, firsts = short[0].text, "".join(w.text[0] for w in words)
+    return letters.startswith(firsts) or firsts.startswith(letters)
+
+
 def compare_answers(question: str, a: str, b: str) -> Comparison:
     """Compare two answers to ``question`` by their cores (see the module docstring)."""
     words_a, words_b = _answer_words(a), _answer_words(b)
@@ -160,11 +172,17 @@ def compare_answers(question: str, a: str, b: str) -> Comparison:
     if {core_a[0][0].text, core_b[0][0].text} == {"yes", "no"}:
         return Comparison(False)
     named_a, named_b = [t for t, n in core_a if n], [t for t, n in core_b if n]
+    plain_a, plain_b = [t for t, _ in core_a], [t for t, _ in core_b]
     if named_a and named_b:  # compare what the answers name, not how they describe it
         left, right = _missing(named_a, named_b), _missing(named_b, named_a)
     else:
-        plain_a, plain_b = [t for t, _ in core_a], [t for t, _ in core_b]
         left, right = _missing(plain_a, plain_b), _missing(plain_b, plain_a)
+        named, unnamed = (named_a, plain_b) if named_a else (named_b, plain_a)
+        if named and (not left or not right) and not any(_occurs(t, named) for t in unnamed):
+            # words that name nothing, all found in an answer that names something they do not
+            # ("located" / "located on the East Coast of Asia"): the name may be just what the first
+            # lacks, so the whole cores are compared ("euro" / "the EU uses the Euro" shares its name)
+            return Comparison(None, " ".join(t.text for t in plain_a), " ".join(t.text for t in plain_b))
     if not left or not right:
         return Comparison(True)
     if all(_is_code(t) for t in left + right) or (any(map(_is_number, left)) and any(map(_is_number, right))):
@@ -172,4 +190,7 @@ def compare_answers(question: str, a: str, b: str) -> Comparison:
     full_a, full_b = [t for t, _ in words_a], [t for t, _ in words_b]
     if _abbreviates(left, full_b) or _abbreviates(right, full_a):
         return Comparison(True)
+    if named_a and named_b and len(left) < len(named_a) and len(right) < len(named_b):  # a shared name
+        if _initials_of(left, right) or _initials_of(right, left):
+            return Comparison(True)
     return Comparison(None, " ".join(t.text for t in left), " ".join(t.text for t in right))

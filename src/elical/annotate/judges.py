@@ -101,11 +101,11 @@ class Judge(abc.ABC):
 # The version of each judge kind's rules. Bump one when its decisions change: it is part of the judge's
 # name (so of every cache key) and of an annotation folder's settings record, so a folder labelled by
 # the old rules is refused on resume instead of mixing two judges' labels.
-JUDGE_VERSIONS = {"match": 2, "exact": 2, "paper": 1, "answer": 1, "embedding": 1, "llm": 1, "cascade": 2}
+JUDGE_VERSIONS = {"match": 3, "exact": 2, "paper": 1, "answer": 2, "embedding": 1, "llm": 1, "cascade": 3}
 
 
 def judge_version(kind: str) -> str:
-    """The versioned rules of a judge kind, e.g. 'match@2'; a cascade names the judges it combines
+    """The versioned rules of a judge kind, e.g. 'match@3'; a cascade names the judges it combines
     (its offline front: match rules for correctness, the answer judge for consistency; then the LLM)."""
     version = f"{kind}@{JUDGE_VERSIONS[kind]}"
     if kind != "cascade":
