@@ -38,8 +38,9 @@ if missing and not (assets / "site" / ".installed").exists():
 PY
 export PYTHONPATH=$PWD/src:$ASSETS/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 \
   TOKENIZERS_PARALLELISM=false
-# SmolLM2 as an HF folder, once: every later model load skips GGUF de-quantization.
-if [ ! -f "$ASSETS/smollm2-hf/config.json" ]; then
+# SmolLM2 as an HF folder, once: every later model load skips GGUF de-quantization (wheels-only assets,
+# for the random-weight benchmarks, carry no GGUF file).
+if [ -f "$ASSETS/SmolLM2-135M-Instruct.Q4_1.gguf" ] && [ ! -f "$ASSETS/smollm2-hf/config.json" ]; then
   python3 - "$ASSETS" <<'PY' || return 1
 import sys
 import torch
