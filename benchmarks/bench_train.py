@@ -19,8 +19,6 @@ each elical's packed step, compared to ``base`` (the packed step as it runs by d
 * ``compile-layers``: each decoder layer compiled (``compile: true``);
 * ``flex-layers``: the same with ``attn_implementation: flex_attention`` (attention only inside each
   packed prompt, by block mask, instead of sdpa's dense block-diagonal mask over a whole row);
-  ``flex-addmm``: the same with the LoRA update of wide layers (MLP gate and up) added by ``addmm_``
-  into the base output instead of joined to the base GEMM (``elical.wide_lora``), as before it;
 * ``reduce-overhead``: the whole training forward compiled and replayed as CUDA graphs, micro-batches
   padded to static shapes (GPU only);
 * ``all``: bf16lora + fused + reduce-overhead (GPU only).
@@ -53,9 +51,9 @@ from types import SimpleNamespace
 
 import torch
 
-SPEED_VARIANTS = ("base", "bf16lora", "fused", "compile-layers", "flex-layers", "flex-addmm", "reduce-overhead", "all")
+SPEED_VARIANTS = ("base", "bf16lora", "fused", "compile-layers", "flex-layers", "reduce-overhead", "all")
 CUDA_ONLY = {"bf16lora": "needs a bf16 backbone (GPU)", "reduce-overhead": "CUDA graphs need a GPU",
-             "flex-layers": "FlexAttention's backward runs on CUDA only", "flex-addmm": "FlexAttention's backward runs on CUDA only",
+             "flex-layers": "FlexAttention's backward runs on CUDA only",
              "all": "CUDA graphs need a GPU"}
 PEAK_TFLOPS = 790.0  # dense bf16 peak measured on the H100/H200 cards (gpu.md)
 
@@ -249,7 +247,6 @@ def speed_variant(name: str, wrapped, accelerator, seqs, targets, tokens: int, b
                   layers: Callable[[bool], None]) -> Callable[[], float]:
     """One of SPEED_VARIANTS, set up as the trainer sets it up (elical.train.speed.step_speed) with its own
     optimizer; both are made at its first run (the warm-up, which also compiles)."""
-    import elical.model
     from elical.train.config import TrainConfig
     from elical.train.loop import _optimizer
     from elical.train.speed import step_speed
@@ -258,7 +255,6 @@ def speed_variant(name: str, wrapped, accelerator, seqs, targets, tokens: int, b
     options = {"base": {"compile": False}, "bf16lora": {"compile": False, "lora_dtype": "bf16"},
                "fused": {"compile": False, "fused_optimizer": True}, "compile-layers": {"compile": True},
                "flex-layers": {"compile": True, "attn_implementation": "flex_attention"},
-               "flex-addmm": {"compile": True, "attn_implementation": "flex_attention"},
                "reduce-overhead": graphs, "all": {**graphs, "lora_dtype": "bf16", "fused_optimizer": True}}[name]
     cfg = TrainConfig(model="bench", **options)
     made: dict = {}
@@ -267,16 +263,14 @@ def speed_variant(name: str, wrapped, accelerator, seqs, targets, tokens: int, b
         if not made:
             made["optimizer"] = _optimizer(accelerator.unwrap_model(wrapped), 5e-5, 0.1, cfg.fused_optimizer)
             made["speed"] = step_speed(wrapped, cfg, accelerator)
-        layers(name in ("compile-layers", "flex-layers", "flex-addmm"))
+        layers(name in ("compile-layers", "flex-layers"))
         backbone = accelerator.unwrap_model(wrapped).transformer
         before = backbone.config._attn_implementation
         backbone.set_attn_implementation(options.get("attn_implementation", before))
-        elical.model.JOIN_WIDE_LORA = name != "flex-addmm"
         try:
             return run_packed(wrapped, made["optimizer"], seqs, targets, accelerator, tokens, batch_size, made["speed"])
         finally:
             backbone.set_attn_implementation(before)
-            elical.model.JOIN_WIDE_LORA = True
     return go
 
 
@@ -391,7 +385,7 @@ def main() -> None:
     optimizer = _optimizer(model, 5e-5, 0.1)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     base = accelerator.unwrap_model(wrapped)
-    layered = {"compile", "compile-layers", "flex-layers", "flex-addmm"} & set(args.variants)
+    layered = {"compile", "compile-layers"} & set(args.variants)
     compiled = compile_switch(base) if layered else (lambda on: None)
     torch._dynamo.config.recompile_limit = 64  # the whole-model variants: a few static shapes each
 

@@ -47,7 +47,6 @@ from elical.model_folder import (
     write_prompt_file,
 )
 from elical.model_settings import HeadKind, ModelConfig  # ModelConfig: also importable from here
-from elical.wide_lora import wide_lora_product
 
 if TYPE_CHECKING:
     from elical.gate import Gate
@@ -340,31 +339,20 @@ class ConfidenceModel(nn.Module):
 
 # Attribute of a LoRA Linear holding (A, B) weight copies that fused_lora_forward reads instead of the weights.
 LORA_COPY_ATTR = "elical_lora_copy"
-# Whether fused_lora_forward joins the update of wide layers to their base GEMM (benchmarks/bench_train.py's
-# ``flex-addmm`` variant turns it off to measure the in-place addmm_ it replaced).
-JOIN_WIDE_LORA = True
 
 
 def fused_lora_forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     """peft's LoRA Linear forward with the update ``s * B(A x)`` accumulated in place into the base
     output by one GEMM (``addmm_``): no separate tensors for ``B(A x)``, its scaling and the sum, which
     are memory-bound passes over every adapted output (a third of the time of the 7B MLP products).
-    A layer wider out than in (without LoRA dropout) joins the update to the base GEMM instead
-    (:mod:`elical.wide_lora`). Anything but one plain active adapter takes peft's own path."""
+    Anything but one plain active adapter takes peft's own path."""
     adapters = self.active_adapters
     if (args or kwargs or self.merged or self.disable_adapters or len(adapters) != 1
             or adapters[0] in self.lora_variant or adapters[0] not in self.lora_A):
         return type(self).forward(self, x, *args, **kwargs)
     name = adapters[0]
+    result = self.base_layer(x)
     copy = getattr(self, LORA_COPY_ATTR, None)  # (A, B) in the compute dtype, see elical.train.speed.LoraCopies
-    base = self.base_layer
-    if JOIN_WIDE_LORA and base.out_features > base.in_features and isinstance(self.lora_dropout[name], nn.Identity) \
-            and (base.bias is None or not base.bias.requires_grad):
-        device = x.device.type
-        dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else base.weight.dtype
-        lora_a, lora_b = copy if copy is not None else (self.lora_A[name].weight, self.lora_B[name].weight)
-        return wide_lora_product(x, base.weight, base.bias, lora_a, lora_b, self.scaling[name], dtype)
-    result = base(x)
     if copy is None:
         lora_a = self.lora_A[name]
         xa = lora_a(self.lora_dropout[name](self._cast_input_dtype(x, lora_a.weight.dtype)))
