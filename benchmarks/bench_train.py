@@ -385,7 +385,7 @@ def main() -> None:
     optimizer = _optimizer(model, 5e-5, 0.1)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     base = accelerator.unwrap_model(wrapped)
-    layered = {"compile", "compile-layers"} & set(args.variants)
+    layered = {"compile", "compile-layers", "flex-layers"} & set(args.variants)
     compiled = compile_switch(base) if layered else (lambda on: None)
     torch._dynamo.config.recompile_limit = 64  # the whole-model variants: a few static shapes each
 
