@@ -50,6 +50,7 @@ def main() -> None:
     parser.add_argument("--variant", choices=SPEED_VARIANTS, default=None,
                         help="one of bench_train's speed options (default: the plain packed step)")
     parser.add_argument("--rows", type=int, default=25, help="operators listed per table")
+    parser.add_argument("--trace", default=None, help="also write the profile as a Chrome trace (JSON) to this path")
     parser.add_argument("--shapes", action="store_true",
                         help="also list the operators by input shapes (which GEMM, which copy), by device time")
     args = parser.parse_args()
@@ -79,6 +80,8 @@ def main() -> None:
     with profile(activities=activities, record_shapes=args.shapes) as prof:
         seconds = one_pass()
     steps = -(-args.questions // args.batch_size)
+    if args.trace:
+        prof.export_chrome_trace(args.trace)
     table = prof.key_averages()
     print(table.table(sort_by="self_cpu_time_total", row_limit=args.rows))
     if device.type == "cuda":
