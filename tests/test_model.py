@@ -352,3 +352,22 @@ def test_folders_saved_before_the_plain_head_files_still_load(tiny_dir, tmp_path
     assert got.tolist() == pytest.approx(expected.tolist(), abs=1e-6)
     ConfidenceModel.load(tmp_path / "m", merge=False).save(tmp_path / "resaved")  # the README's re-save step
     assert plain_confidences(tmp_path / "resaved", tiny_dir, QUESTIONS) == pytest.approx(expected.tolist(), abs=1e-5)
+
+
+def test_packed_rows_take_elicals_mask_with_transformers_numbers(tiny_dir, monkeypatch):
+    """elical.packed_mask builds the mask of packed rows: the confidences are transformers' own, and its
+    packed-row detection (a host sync per forward) is not run."""
+    import transformers.masking_utils as masking
+
+    found = []
+    detect = masking.find_packed_sequence_indices
+    monkeypatch.setattr(masking, "find_packed_sequence_indices", lambda *a: found.append(1) or detect(*a))
+    model = randomized(ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir))))
+    seqs = encode(model)
+    batches = packed_batches(seqs, range(len(seqs)), model.tokenizer.pad_token_id, 256, 64)
+    own = confidences(model, seqs, batches)
+    assert not found
+    model.own_packed_mask = False
+    theirs = confidences(model, seqs, batches)
+    assert found
+    torch.testing.assert_close(own, theirs, atol=1e-6, rtol=0)

@@ -47,6 +47,7 @@ from elical.model_folder import (
     write_prompt_file,
 )
 from elical.model_settings import HeadKind, ModelConfig  # ModelConfig: also importable from here
+from elical.packed_mask import packed_attention_mask
 
 if TYPE_CHECKING:
     from elical.gate import Gate
@@ -108,6 +109,9 @@ class ConfidenceModel(nn.Module):
                     module.cast_input_dtype_enabled = False
         if config.fused_lora:
             set_fused_lora(self.net)
+        # Packed rows get their attention mask from elical.packed_mask (no host sync per forward);
+        # False leaves it to transformers (benchmarks/bench_train.py's flex-detect variant compares).
+        self.own_packed_mask = True
 
     # ------------------------------------------------------------------ construction
 
@@ -314,6 +318,8 @@ class ConfidenceModel(nn.Module):
         attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Final-layer hidden state at each pooled position (flat index into batch x length)."""
+        if attention_mask is None and self.own_packed_mask:
+            attention_mask = packed_attention_mask(position_ids, self.transformer.config)
         out = self.transformer(
             input_ids=input_ids,
             attention_mask=attention_mask,
