@@ -107,23 +107,25 @@ def packed_batches(
 
 def _packed(seqs: Sequence[Sequence[int]], indices: Sequence[int], group: list[list[int]], row_length: int,
             pad_id: int) -> Batch:
-    """One batch of packed rows (each a list of positions in ``indices``) of ``row_length`` tokens."""
-    ids = torch.full((len(group), row_length), pad_id, dtype=torch.long)
-    pos = torch.zeros((len(group), row_length), dtype=torch.long)
+    """One batch of packed rows (each a list of positions in ``indices``) of ``row_length`` tokens.
+    Built as flat lists and made tensors once: it runs on the host between a step's micro-batches."""
+    ids: list[int] = []
+    pos: list[int] = []
     pool, order, real = [], [], 0
     for r, row in enumerate(group):
-        cursor = 0
         for local in row:
             seq = seqs[indices[local]]
-            n = len(seq)
-            ids[r, cursor:cursor + n] = torch.tensor(seq, dtype=torch.long)
-            pos[r, cursor:cursor + n] = torch.arange(n)
-            cursor += n
-            pool.append(r * row_length + cursor - 1)
+            ids.extend(seq)
+            pos.extend(range(len(seq)))
+            pool.append(len(ids) - 1)
             order.append(indices[local])
-            real += n
-        pos[r, cursor:] = torch.arange(row_length - cursor)  # tail padding: its own segment
-    return Batch(ids, pos, torch.tensor(pool, dtype=torch.long), order, real)
+            real += len(seq)
+        pad = (r + 1) * row_length - len(ids)
+        ids.extend([pad_id] * pad)
+        pos.extend(range(pad))  # tail padding: its own segment
+    shape = (len(group), row_length)
+    return Batch(torch.tensor(ids, dtype=torch.long).view(shape), torch.tensor(pos, dtype=torch.long).view(shape),
+                 torch.tensor(pool, dtype=torch.long), order, real)
 
 
 def pad_batch(batch: Batch, rows: int, questions: int, pad_id: int) -> Batch:
