@@ -21,8 +21,6 @@ each elical's packed step, compared to ``base`` (the packed step as it runs by d
   packed prompt, by block mask, instead of sdpa's dense block-diagonal mask over a whole row);
   ``flex-detect``: the same with the mask of packed rows left to transformers (``own_packed_mask``
   off: its packed-row detection syncs with the GPU on every forward), as before elical.packed_mask;
-  ``flex-addmm``: flex-layers with the LoRA update added by ``addmm_`` instead of elical.lora_update's
-  pointwise pass (as before it);
 * ``reduce-overhead``: the whole training forward compiled and replayed as CUDA graphs, micro-batches
   padded to static shapes (GPU only);
 * ``all``: bf16lora + fused + reduce-overhead (GPU only).
@@ -55,11 +53,9 @@ from types import SimpleNamespace
 
 import torch
 
-SPEED_VARIANTS = ("base", "bf16lora", "fused", "compile-layers", "flex-layers", "flex-detect", "flex-addmm", "reduce-overhead",
-                  "all")
+SPEED_VARIANTS = ("base", "bf16lora", "fused", "compile-layers", "flex-layers", "flex-detect", "reduce-overhead", "all")
 CUDA_ONLY = {"bf16lora": "needs a bf16 backbone (GPU)", "reduce-overhead": "CUDA graphs need a GPU",
              "flex-layers": "FlexAttention's backward runs on CUDA only", "flex-detect": "FlexAttention's backward runs on CUDA only",
-             "flex-addmm": "FlexAttention's backward runs on CUDA only",
              "all": "CUDA graphs need a GPU"}
 PEAK_TFLOPS = 790.0  # dense bf16 peak measured on the H100/H200 cards (gpu.md)
 
@@ -253,7 +249,6 @@ def speed_variant(name: str, wrapped, accelerator, seqs, targets, tokens: int, b
                   layers: Callable[[bool], None]) -> Callable[[], float]:
     """One of SPEED_VARIANTS, set up as the trainer sets it up (elical.train.speed.step_speed) with its own
     optimizer; both are made at its first run (the warm-up, which also compiles)."""
-    import elical.model
     from elical.train.config import TrainConfig
     from elical.train.loop import _optimizer
     from elical.train.speed import step_speed
@@ -263,7 +258,6 @@ def speed_variant(name: str, wrapped, accelerator, seqs, targets, tokens: int, b
                "fused": {"compile": False, "fused_optimizer": True}, "compile-layers": {"compile": True},
                "flex-layers": {"compile": True, "attn_implementation": "flex_attention"},
                "flex-detect": {"compile": True, "attn_implementation": "flex_attention"},
-               "flex-addmm": {"compile": True, "attn_implementation": "flex_attention"},
                "reduce-overhead": graphs, "all": {**graphs, "lora_dtype": "bf16", "fused_optimizer": True}}[name]
     cfg = TrainConfig(model="bench", **options)
     made: dict = {}
@@ -272,18 +266,16 @@ def speed_variant(name: str, wrapped, accelerator, seqs, targets, tokens: int, b
         if not made:
             made["optimizer"] = _optimizer(accelerator.unwrap_model(wrapped), 5e-5, 0.1, cfg.fused_optimizer)
             made["speed"] = step_speed(wrapped, cfg, accelerator)
-        layers(name in ("compile-layers", "flex-layers", "flex-detect", "flex-addmm"))
+        layers(name in ("compile-layers", "flex-layers", "flex-detect"))
         model = accelerator.unwrap_model(wrapped)
         before = model.transformer.config._attn_implementation
         model.transformer.set_attn_implementation(options.get("attn_implementation", before))
         model.own_packed_mask = name != "flex-detect"
-        elical.model.POINTWISE_LORA_UPDATE = name != "flex-addmm"
         try:
             return run_packed(wrapped, made["optimizer"], seqs, targets, accelerator, tokens, batch_size, made["speed"])
         finally:
             model.transformer.set_attn_implementation(before)
             model.own_packed_mask = True
-            elical.model.POINTWISE_LORA_UPDATE = True
     return go
 
 
@@ -398,7 +390,7 @@ def main() -> None:
     optimizer = _optimizer(model, 5e-5, 0.1)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     base = accelerator.unwrap_model(wrapped)
-    layered = {"compile", "compile-layers", "flex-layers", "flex-detect", "flex-addmm"} & set(args.variants)
+    layered = {"compile", "compile-layers", "flex-layers", "flex-detect"} & set(args.variants)
     compiled = compile_switch(base) if layered else (lambda on: None)
     torch._dynamo.config.recompile_limit = 64  # the whole-model variants: a few static shapes each
 

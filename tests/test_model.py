@@ -371,33 +371,3 @@ def test_packed_rows_take_elicals_mask_with_transformers_numbers(tiny_dir, monke
     theirs = confidences(model, seqs, batches)
     assert found
     torch.testing.assert_close(own, theirs, atol=1e-6, rtol=0)
-
-
-
-def test_compiled_layers_add_lora_by_the_pointwise_update_with_eagers_numbers(tiny_tokenizer, tmp_path):
-    """Compiled, the LoRA update is elical.lora_update's pointwise pass (no addmm_ in the traced layer),
-    and the confidences and gradients are the eager ones."""
-    from torch._dynamo.testing import EagerAndRecordGraphs
-    from tiny import build_model
-
-    build_model(tiny_tokenizer, "qwen2").save_pretrained(tmp_path)
-    tiny_tokenizer.save_pretrained(tmp_path)
-    model = randomized(ConfidenceModel.create(ModelConfig(base_model=str(tmp_path)))).train()
-    layer = next(m for m in model.modules() if hasattr(m, "lora_A") and hasattr(m, "base_layer"))
-    recorder = EagerAndRecordGraphs()
-    torch.compile(layer, backend=recorder, fullgraph=True)(torch.randn(2, 3, layer.base_layer.in_features))
-    traced = "\n".join(graph.code for graph in recorder.graphs)
-    assert "addmm" not in traced and "autograd_function_apply" in traced
-
-    batch = packed_batches(encode(model), range(len(QUESTIONS)), model.tokenizer.pad_token_id, 256, 64)[0]
-    results = []
-    for compiled in (False, True):
-        if compiled:
-            model.compile_layers()
-        model.zero_grad()
-        logits = model(**batch.model_inputs())
-        (logits ** 2).sum().backward()
-        results.append((logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}))
-    torch.testing.assert_close(results[1][0], results[0][0], atol=1e-5, rtol=1e-4)
-    for name, grad in results[0][1].items():
-        torch.testing.assert_close(results[1][1][name], grad, atol=1e-5, rtol=1e-3)

@@ -46,7 +46,6 @@ from elical.model_folder import (
     write_json,
     write_prompt_file,
 )
-from elical.lora_update import LoraUpdate
 from elical.model_settings import HeadKind, ModelConfig  # ModelConfig: also importable from here
 from elical.packed_mask import packed_attention_mask
 
@@ -346,17 +345,13 @@ class ConfidenceModel(nn.Module):
 
 # Attribute of a LoRA Linear holding (A, B) weight copies that fused_lora_forward reads instead of the weights.
 LORA_COPY_ATTR = "elical_lora_copy"
-# Whether compiled layers add the LoRA update by elical.lora_update's pointwise pass (benchmarks/bench_train.py's
-# flex-addmm variant turns it off to measure the addmm_ it replaced).
-POINTWISE_LORA_UPDATE = True
 
 
 def fused_lora_forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     """peft's LoRA Linear forward with the update ``s * B(A x)`` accumulated in place into the base
     output by one GEMM (``addmm_``): no separate tensors for ``B(A x)``, its scaling and the sum, which
     are memory-bound passes over every adapted output (a third of the time of the 7B MLP products).
-    Compiled, one fused pointwise pass adds it instead (:mod:`elical.lora_update`). Anything but one
-    plain active adapter takes peft's own path."""
+    Anything but one plain active adapter takes peft's own path."""
     adapters = self.active_adapters
     if (args or kwargs or self.merged or self.disable_adapters or len(adapters) != 1
             or adapters[0] in self.lora_variant or adapters[0] not in self.lora_A):
@@ -372,11 +367,8 @@ def fused_lora_forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torc
         xa = nn.functional.linear(self.lora_dropout[name](x), copy[0])
         weight_b = copy[1]
     flat = result.view(-1, result.shape[-1])
-    xa, weight_b = xa.reshape(-1, xa.shape[-1]).to(result.dtype), weight_b.to(result.dtype)
-    if POINTWISE_LORA_UPDATE and torch.compiler.is_compiling():
-        return LoraUpdate.apply(flat, xa, weight_b, self.scaling[name]).view_as(result)
     # The base output is not saved for backward by the linear layer, so it can be updated in place.
-    flat.addmm_(xa, weight_b.t(), alpha=self.scaling[name])
+    flat.addmm_(xa.reshape(-1, xa.shape[-1]).to(result.dtype), weight_b.to(result.dtype).t(), alpha=self.scaling[name])
     return result
 
 
