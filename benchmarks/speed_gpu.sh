@@ -22,6 +22,9 @@
 #   4. (no carry) same command, again until both files are there (a benchmark measured in an earlier call
 #      is kept; one starts only with MIN_LEFT_TRAIN / MIN_LEFT_ANNOTATE seconds left).
 # A machine still warm with those assets in place (e.g. after serve_latency_gpu.sh) needs no carry.
+# BENCHES=train_7b (random weights) needs only the wheels, in one part and one call:
+#   mkdir -p .gpu/pw && tar -czf .gpu/pw/part.00 -C .gpu/assets whl
+#   carry [".gpu/pw"]  command: ASSETS=/tmp/w7 N_PARTS=1 BENCHES=train_7b bash benchmarks/speed_gpu.sh
 # Options: TRAIN_BATCH ("32"; e.g. "32 128"), TRAIN_QUESTIONS (512), TRAIN_VARIANTS, REPEATS (3),
 # ANSWER_TOKENS ("16 64"), TRAIN7B_VARIANTS, TRAIN7B_TOKENS ("8192").
 set -uo pipefail
