@@ -57,6 +57,7 @@ SPEED_VARIANTS = ("base", "bf16lora", "fused", "compile-layers", "flex-layers", 
 CUDA_ONLY = {"bf16lora": "needs a bf16 backbone (GPU)", "reduce-overhead": "CUDA graphs need a GPU",
              "flex-layers": "FlexAttention's backward runs on CUDA only", "flex-detect": "FlexAttention's backward runs on CUDA only",
              "all": "CUDA graphs need a GPU"}
+LAYERED_VARIANTS = ("compile-layers", "flex-layers", "flex-detect")  # the speed variants that run compiled layers
 PEAK_TFLOPS = 790.0  # dense bf16 peak measured on the H100/H200 cards (gpu.md)
 
 QWEN25_7B = {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
@@ -266,7 +267,7 @@ def speed_variant(name: str, wrapped, accelerator, seqs, targets, tokens: int, b
         if not made:
             made["optimizer"] = _optimizer(accelerator.unwrap_model(wrapped), 5e-5, 0.1, cfg.fused_optimizer)
             made["speed"] = step_speed(wrapped, cfg, accelerator)
-        layers(name in ("compile-layers", "flex-layers", "flex-detect"))
+        layers(name in LAYERED_VARIANTS)
         model = accelerator.unwrap_model(wrapped)
         before = model.transformer.config._attn_implementation
         model.transformer.set_attn_implementation(options.get("attn_implementation", before))
@@ -390,7 +391,7 @@ def main() -> None:
     optimizer = _optimizer(model, 5e-5, 0.1)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     base = accelerator.unwrap_model(wrapped)
-    layered = {"compile", "compile-layers", "flex-layers", "flex-detect"} & set(args.variants)
+    layered = {"compile", *LAYERED_VARIANTS} & set(args.variants)
     compiled = compile_switch(base) if layered else (lambda on: None)
     torch._dynamo.config.recompile_limit = 64  # the whole-model variants: a few static shapes each
 
