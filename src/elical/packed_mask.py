@@ -38,20 +38,18 @@ def packed_attention_mask(position_ids: torch.Tensor, config: Any) -> Any:
     """The mask that keeps attention causal inside each packed prompt, for the backbone's attention
     implementation (see the module docstring); None where transformers should build it."""
     rows, length = position_ids.shape
-    window = sliding_window(config)
-    if window is not None and window < length:
-        return None
     implementation = getattr(config, "_attn_implementation", None)
+    window = sliding_window(config)
+    if implementation not in ("sdpa", "flex_attention") or (window is not None and window < length):
+        return None
     segments = segment_ids(position_ids)
     if implementation == "sdpa":
         causal = torch.ones(length, length, dtype=torch.bool, device=position_ids.device).tril()
         return ((segments[:, :, None] == segments[:, None, :]) & causal)[:, None]
-    if implementation == "flex_attention":
-        from torch.nn.attention.flex_attention import create_block_mask
+    from torch.nn.attention.flex_attention import create_block_mask  # flex_attention
 
-        def same_prompt(batch: torch.Tensor, head: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
-            return (segments[batch, query] == segments[batch, key]) & (query >= key)
+    def same_prompt(batch: torch.Tensor, head: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+        return (segments[batch, query] == segments[batch, key]) & (query >= key)
 
-        return create_block_mask(same_prompt, rows, None, length, length, device=position_ids.device,
-                                 _compile=position_ids.device.type == "cuda")
-    return None
+    return create_block_mask(same_prompt, rows, None, length, length, device=position_ids.device,
+                             _compile=position_ids.device.type == "cuda")
