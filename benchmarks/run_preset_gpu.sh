@@ -19,7 +19,7 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 # shellcheck source=benchmarks/gpu_setup.sh
 source benchmarks/gpu_setup.sh || exit 1
 [ "$GPU_READY" = 1 ] || exit 0
-paths="$ASSETS/paths-$PRESET.yaml"
+paths="$ASSETS/paths-$(basename "$RUN").yaml"  # one per run: several runs may share the machine
 cat > "$paths" <<YAML
 model: $ASSETS/smollm2-hf
 annotate: {judges: {embedding_model: $ASSETS/minilm-fp16}}

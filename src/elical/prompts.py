@@ -7,6 +7,18 @@ pulling in the annotation code.
 
 SYSTEM_PROMPT = "You are a helpful assistant."
 QA_TEMPLATE = "Answer the following question.\nQuestion: {question}"
+# The short-answer prompt of open-QA evaluations (lm-evaluation-harness's nq_open / triviaqa style): three
+# "Q: ... A: ..." examples, written for this project (none comes from an evaluated set), then the question.
+# A chat model then replies with the answer alone instead of a sentence that names several entities.
+SHORT_QA_TEMPLATE = (
+    "Answer the question with the answer alone, in a few words.\n"
+    "Q: Who wrote the novel Pride and Prejudice?\nA: Jane Austen\n"
+    "Q: What is the capital city of Australia?\nA: Canberra\n"
+    "Q: In which year did the Berlin Wall fall?\nA: 1989\n"
+    "Q: {question}\nA:"
+)
+# Answering prompts by name: `annotate.prompts.qa: short` (or `--prompt short`) picks a template.
+QA_STYLES = {"paper": QA_TEMPLATE, "short": SHORT_QA_TEMPLATE}
 MC_TEMPLATE = (
     "Select the correct answer to the following question based on your internal knowledge.\n"
     "Question: {question}{options}"

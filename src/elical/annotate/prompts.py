@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
+import string
+
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from elical.annotate.backends.base import Message
 from elical.data.items import CHOICE_LETTERS, QAItem
@@ -14,6 +16,7 @@ from elical.prompts import (
     JUDGE_NO,
     JUDGE_YES,
     MC_TEMPLATE,
+    QA_STYLES,
     QA_TEMPLATE,
     SYSTEM_PROMPT,
     VERBAL_TEMPLATE,
@@ -34,6 +37,25 @@ class PromptConfig(BaseModel):
     judge_consistency: str = JUDGE_CONSISTENCY_TEMPLATE
     judge_yes: str = JUDGE_YES
     judge_no: str = JUDGE_NO
+
+    @field_validator("qa", mode="before")
+    @classmethod
+    def _named_style(cls, value: object) -> object:
+        """A style name ('paper', 'short': :data:`elical.prompts.QA_STYLES`) stands for its template."""
+        return QA_STYLES.get(value, value) if isinstance(value, str) else value
+
+    @field_validator("qa", "verbal")
+    @classmethod
+    def _question_placeholder(cls, value: str) -> str:
+        """A question template holds ``{question}`` and no other placeholder (a misspelt one is an error)."""
+        fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+        if fields != {"question"}:
+            other = sorted(fields - {"question"})
+            raise ValueError(
+                f"a question template needs the placeholder {{question}} and no other (styles: {', '.join(QA_STYLES)})"
+                + (f"; found {{{'}, {'.join(other)}}}" if other else "")
+            )
+        return value
 
 
 def options_text(choices: Sequence[str]) -> str:
