@@ -31,8 +31,8 @@ app = typer.Typer(
 # Allowed values of the choice options, which --help shows and the parser checks. They repeat the Literal types of
 # the configs, whose modules import torch (too slow for `elical --help`); tests/test_cli.py keeps them the same.
 Backend = Literal["hf", "openai", "vllm"]
-CorrectnessJudge = Literal["match", "exact", "paper", "embedding", "llm", "cascade"]
-ConsistencyJudge = Literal["answer", "match", "exact", "embedding", "llm", "cascade"]
+CorrectnessJudge = Literal["match", "mention", "exact", "paper", "embedding", "llm", "cascade"]
+ConsistencyJudge = Literal["answer", "match", "mention", "exact", "embedding", "llm", "cascade"]
 TrainMode = Literal["eli-only", "cal-only", "elical", "head-only"]
 HonestyMethod = Literal["sft", "absolute", "confidence-num", "confidence-verb", "multisample"]
 Convention = Literal["elical", "paper"]
@@ -43,6 +43,7 @@ class JudgeName(str, enum.Enum):
     """Judges that judge-check scores (an Enum: typer takes no list of Literal values)."""
 
     match = "match"
+    mention = "mention"
     exact = "exact"
     paper = "paper"
     answer = "answer"
@@ -265,6 +266,71 @@ def judge_check(
             cfg = cfg.model_copy(update={"judges": cfg.judges.model_copy(update={"llm_model": llm_model})})
         report = check_judges(pairs, cfg, [j.value for j in judge] or None, with_llm=bool(llm_model), fit=fit_threshold)
     typer.echo(report)
+
+
+class AuditTask(str, enum.Enum):
+    """Judged tasks a label audit draws from (an Enum: typer takes no list of Literal values)."""
+
+    correctness = "correctness"
+    consistency = "consistency"
+
+
+@app.command("label-audit")
+def label_audit(
+    source: list[Path] = typer.Argument(..., metavar="RUN_OR_RECORDS",
+                                        help="A run folder (its records/train.parquet and records/eval.parquet), or "
+                                             "record files (JSONL/Parquet) or folders of them."),
+    out: Path = typer.Option(None, "--out", "-o", help="Audit folder for sheet.jsonl, label.html and quality.* "
+                                                       "(default: RUN/audit; needed for record files)."),
+    per_stratum: int = typer.Option(None, "--per-stratum", min=1,
+                                    help="Items drawn per stratum (task x dataset x judge decision; default 20). "
+                                         "A larger draw holds a smaller one of the same seed."),
+    seed: int = typer.Option(None, help="Seed of the draw and of the page's order (default 0)."),
+    task: list[AuditTask] = typer.Option([], "--task", help="Judged task to audit; repeat for both (default: "
+                                                            "correctness and consistency)."),
+    labels: Path = typer.Option(None, "--labels", help="Score these labels: the page's labels.jsonl, or the sheet "
+                                                       "with 'label' filled in (without it: draw the sheet and page)."),
+    resamples: int = typer.Option(None, min=1, help="Bootstrap resamples of the intervals, with --labels (default 1000)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Draw a new sheet over one that already has labels "
+                                                              "(they no longer apply)."),
+) -> None:
+    """Check the run's judges by hand: draw a labelling sheet and page of its judged items; with --labels, report
+    each judge's error, precision and recall, and what its errors do to AUROC."""
+    from rich.console import Console
+
+    from elical.audit.commands import audit_folder_of, draw_audit, score_audit
+    from elical.inputs import InputError
+
+    console = Console()
+    with _user_errors(console):
+        if labels is None:
+            if resamples is not None:
+                raise InputError("--resamples: used with --labels (scoring) only")
+            drawn = draw_audit(source, out, 20 if per_stratum is None else per_stratum, 0 if seed is None else seed,
+                               [t.value for t in task] or ("correctness", "consistency"), overwrite)
+        else:
+            given = [name for name, value in (("--per-stratum", per_stratum), ("--seed", seed), ("--task", task or None),
+                                               ("--overwrite", overwrite or None)) if value is not None]
+            if given:
+                raise InputError(f"{given[0]}: sets how a sheet is drawn; with --labels the drawn sheet is scored as it is")
+            scored = score_audit(audit_folder_of(source, out), labels, 1000 if resamples is None else resamples)
+    if labels is not None:
+        typer.echo(scored.markdown)
+        typer.echo(f"Wrote {scored.quality_md}, {scored.quality_html} and {scored.quality_json}.")
+        if scored.run is not None:
+            typer.echo(f"The run's report shows it from its next `elical run` (nothing is redone): "
+                       f"elical run --config {scored.run / 'config.yaml'} --out {scored.run}")
+        return
+    parts = ", ".join(f"{name} {n} items from {k} strata" for name, (n, k) in drawn.counts().items())
+    judges = ", ".join(f"{name} {judge}" for name, judge in drawn.judges.items())
+    typer.echo(f"Drew {len(drawn.rows)} judged items to label ({parts}; judges: {judges}).\n"
+               f"  page:  {drawn.page}\n"
+               f"  sheet: {drawn.sheet} (holds the judges' decisions: label from the page, not from this file)\n"
+               f"To label: open {drawn.page.resolve().as_uri()} in a browser; for each item press 1 if the answer is "
+               "right (or the two replies give the same answer), 0 if not; <- and -> move, letters set a category. "
+               "The browser keeps the labels, so you can stop and come back. Then click 'Download labels' and run:\n"
+               f"  elical label-audit {' '.join(map(str, source))}"
+               + (f" --out {out}" if out is not None else "") + " --labels labels.jsonl")
 
 
 @app.command("honesty-tune")

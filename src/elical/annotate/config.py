@@ -19,8 +19,8 @@ from elical.records.record import verbal_kind
 from elical.redact import MASK, redact
 from elical.yaml_config import YamlConfig
 
-CorrectnessJudgeKind = Literal["match", "exact", "paper", "embedding", "llm", "cascade"]
-ConsistencyJudgeKind = Literal["answer", "match", "exact", "embedding", "llm", "cascade"]
+CorrectnessJudgeKind = Literal["match", "mention", "exact", "paper", "embedding", "llm", "cascade"]
+ConsistencyJudgeKind = Literal["answer", "match", "mention", "exact", "embedding", "llm", "cascade"]
 # Settings of how, not what, is annotated (a rerun may change them and resume): where the model runs
 # (device, server address and key), speed (batch_size, shared_prefix, chunk_size, concurrency), timeouts,
 # retries, the shard index and the engine (local or Ray, and vLLM's engine settings).

@@ -142,7 +142,7 @@ def threshold_report(pairs: Sequence[Pair], judge: AnswerJudge) -> str:
 
 
 DEFAULT_JUDGES: dict[str, tuple[str, ...]] = {
-    "correctness": ("match", "exact", "paper", "embedding"),
+    "correctness": ("match", "mention", "exact", "paper", "embedding"),
     "consistency": ("answer", "match", "exact", "embedding"),
 }
 

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from elical.annotate.config import AnnotateConfig, JudgeConfig
 from elical.annotate.judge_front import OfflineFront
-from elical.annotate.judges import CachedJudge, CascadeJudge, ExactJudge, Judge, JudgeCache, MatchJudge
+from elical.annotate.judges import CachedJudge, CascadeJudge, ExactJudge, Judge, JudgeCache, MatchJudge, MentionJudge
 
 if TYPE_CHECKING:
     from elical.annotate.judge_models import AnswerJudge
 
-JUDGE_NAMES = ("match", "exact", "paper", "answer", "embedding", "llm", "cascade")
+JUDGE_NAMES = ("match", "mention", "exact", "paper", "answer", "embedding", "llm", "cascade")
 
 
 def _llm_judge(config: AnnotateConfig, backend: Any) -> Judge:
@@ -50,6 +50,8 @@ def judge_maker(config: AnnotateConfig, backend: Any = None) -> Callable[[str], 
             return built[kind]
         if kind == "match":
             judge: Judge = MatchJudge()
+        elif kind == "mention":
+            judge = MentionJudge()
         elif kind == "exact":
             judge = ExactJudge()
         elif kind == "paper":

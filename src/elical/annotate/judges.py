@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from elical.annotate.assertion import asserts_gold, compare_assertions
 from elical.annotate.consistency import compare_answers
 from elical.annotate.text import (
     alias_tokens,
@@ -53,25 +54,45 @@ _LETTER_PATTERNS = [
 ]
 
 
-def extract_choice(answer: str, choices: Sequence[str]) -> str | None:
-    """The option letter an answer picks: a leading/quoted letter, else the one option it names."""
+def extract_choice(answer: str, choices: Sequence[str], strict: bool = True) -> str | None:
+    """The option letter an answer picks: a leading/quoted letter, else the one option it names.
+    ``strict`` (the rules since match@4): an answer that picks two letters ("C. ... The answer is D"),
+    or a letter and the text of another option ("B. <option C's text>"), picks none."""
     letters = CHOICE_LETTERS[: len(choices)]
+    # strict: an option's text counts where the answer states its pick (its first line), not in the
+    # explanation after it ("A. Laws ... \n\nThe passage highlights suffrage")
+    text = tokenize(answer.strip().split("\n", 1)[0] if strict else answer)
+    named = [letters[i] for i, opt in enumerate(choices) if tokenize(opt) and contains(text, tokenize(opt))]
+    if strict:  # an option whose text lies inside another named option's is not named on its own
+        named = [x for x in named if not any(y != x and _inside(choices, x, y) for y in named)]
+    picked: list[str] = []
     for pattern in _LETTER_PATTERNS:
-        match = pattern.search(answer)
-        if match and match.group(1) in letters:
-            return match.group(1)
-    text = tokenize(answer)
-    named = [letters[i] for i, opt in enumerate(choices) if contains(text, tokenize(opt))]
+        found = pattern.finditer(answer) if strict else [m for m in [pattern.search(answer)] if m]
+        picked += [m.group(1) for m in found if m.group(1) in letters]
+        if picked and not strict:
+            return picked[0]
+    if not strict:
+        return named[0] if len(named) == 1 else None
+    if picked:
+        if len(set(picked)) > 1 or any(x != picked[0] for x in named):
+            return None
+        return picked[0]
     return named[0] if len(named) == 1 else None
 
 
-def choice_decision(query: JudgeQuery) -> bool | None:
+def _inside(choices: Sequence[str], x: str, y: str) -> bool:
+    """Whether option x's text lies inside option y's (by letter)."""
+    i, j = CHOICE_LETTERS.index(x), CHOICE_LETTERS.index(y)
+    return contains(tokenize(choices[j]), tokenize(choices[i]))
+
+
+def choice_decision(query: JudgeQuery, strict: bool = True) -> bool | None:
     """A multiple-choice query decided by option letters; None where the answer picks no letter."""
     choices = query.choices or ()
-    picked = extract_choice(query.answer, choices)
+    picked = extract_choice(query.answer, choices, strict)
     if query.task == "correctness":
         return None if picked is None else picked in query.references
-    other = extract_choice(query.references[0], choices) if query.references else None
+    other = extract_choice(query.references[0], choices, strict) if query.references else None
     return None if picked is None or other is None else picked == other
 
 
@@ -101,7 +122,7 @@ class Judge(abc.ABC):
 # The version of each judge kind's rules. Bump one when its decisions change: it is part of the judge's
 # name (so of every cache key) and of an annotation folder's settings record, so a folder labelled by
 # the old rules is refused on resume instead of mixing two judges' labels.
-JUDGE_VERSIONS = {"match": 3, "exact": 2, "paper": 1, "answer": 2, "embedding": 1, "llm": 1, "cascade": 3}
+JUDGE_VERSIONS = {"match": 4, "mention": 3, "exact": 3, "paper": 1, "answer": 3, "embedding": 1, "llm": 1, "cascade": 4}
 
 
 def judge_version(kind: str) -> str:
@@ -114,31 +135,48 @@ def judge_version(kind: str) -> str:
 
 
 class MatchJudge(Judge):
-    """Rule-based: correctness = a gold alias's tokens occur in the answer (DPR ``has_answer`` style,
-    with the rules of :mod:`elical.annotate.text`); consistency = the answers' cores agree
+    """Rule-based: correctness = the answer asserts a gold alias (found by DPR ``has_answer``-style
+    containment, :mod:`elical.annotate.text`, where it fills the answer's slot:
+    :func:`~elical.annotate.assertion.asserts_gold`); consistency = the answers' cores agree
     (:func:`~elical.annotate.consistency.compare_answers`); option letters for multiple choice."""
 
     name = judge_version("match")
+    strict = True  # the rules since match@4: what the answer asserts, not what it mentions
 
     def answer_key(self, query: JudgeQuery) -> str:
-        if query.task == "correctness" and not query.choices:
+        if query.task == "correctness" and not query.choices and not self.strict:
             return key_form(query.answer)  # the tokens are all that alias containment looks at
         return super().answer_key(query)
 
+    def found(self, query: JudgeQuery) -> bool:
+        """Whether a gold alias occurs in the answer (asserted or not)."""
+        answer = tokenize(query.answer)
+        return any(contains(answer, alias_tokens(r)) for r in query.references)
+
     def sure(self, query: JudgeQuery) -> bool | None:
-        """True where the rules find a match, False where option letters differ, else None (where
-        the rules are not sure; the cascade's offline front builds on this)."""
+        """True where the rules find the answer right (the same answer), False where option letters
+        differ, else None (where the rules are not sure; the cascade's offline front builds on this)."""
         if query.choices:
-            return choice_decision(query)
+            return choice_decision(query, self.strict)
         if query.task == "correctness":
-            answer = tokenize(query.answer)
-            return True if any(contains(answer, alias_tokens(r)) for r in query.references) else None
-        if query.references and compare_answers(query.question, query.answer, query.references[0]).decision:
-            return True
-        return None
+            if not self.found(query):
+                return None
+            return True if not self.strict or asserts_gold(query.question, query.answer, query.references) else None
+        if not query.references:
+            return None
+        compare = compare_assertions if self.strict else compare_answers
+        return True if compare(query.question, query.answer, query.references[0]).decision else None
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
         return [bool(self.sure(q)) for q in queries]
+
+
+class MentionJudge(MatchJudge):
+    """The match judge's rules up to match@3, kept to compare with: a gold alias found anywhere in the
+    answer is right, whether the answer asserts it or only mentions it."""
+
+    name = judge_version("mention")
+    strict = False
 
 
 class ExactJudge(Judge):

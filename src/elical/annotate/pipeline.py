@@ -115,31 +115,44 @@ def annotate_batch(
     prompts = [qa_prompt(item, config.prompts) for item in items]
     greedy, samples, verbal = _generations(items, prompts, backend, config, verbal_examples)
     records: list[Record] = []
-    correct_q: list[JudgeQuery] = []
-    consist_q: list[JudgeQuery] = []
-    slots: list[tuple[Record, int, int]] = []  # (record, first correctness query, first consistency query)
     for i, (item, prompt, g, s) in enumerate(zip(items, prompts, greedy, samples)):
         rec = _new_record(item, backend.render(prompt), meta)
         records.append(rec)
         if isinstance(g, Failure) or isinstance(s, Failure):
             rec.failure = next(x for x in (g, s) if isinstance(x, Failure)).reason  # the first step that failed
             continue
-        answer = g[0]
-        _add_answers(rec, answer, s, {name: replies[i] for name, replies in verbal.items()})
-        choices = tuple(item.choices) if item.choices else None
-        gold = tuple(item.answers)
-        slots.append((rec, len(correct_q), len(consist_q)))
-        correct_q.append(JudgeQuery("correctness", item.question, answer.text, gold, choices))
-        correct_q.extend(JudgeQuery("correctness", item.question, x.text, gold, choices) for x in s)
-        consist_q.extend(JudgeQuery("consistency", item.question, x.text, (answer.text,), choices) for x in s)
-    correct = judges.correctness.judge_batch(correct_q) if correct_q else []
-    consistent = judges.consistency.judge_batch(consist_q) if consist_q else []
-    for rec, ci, si in slots:
-        k = rec.k
-        rec.greedy_correct = int(correct[ci])
-        rec.sample_correct = [int(v) for v in correct[ci + 1 : ci + 1 + k]]
-        rec.sample_consistent = [int(v) for v in consistent[si : si + k]]
+        _add_answers(rec, g[0], s, {name: replies[i] for name, replies in verbal.items()})
+    judge_records([r for r in records if not r.failed], judges)
     return records
+
+
+def record_queries(rec: Record) -> tuple[list[JudgeQuery], list[JudgeQuery]]:
+    """The judge queries of one answered record: correctness of the greedy answer and of each sample
+    (against the gold aliases), consistency of each sample with the greedy answer."""
+    choices = tuple(rec.extra["choices"]) if rec.extra.get("choices") else None
+    gold, greedy = tuple(rec.answers), rec.greedy_response or ""
+    correct = [JudgeQuery("correctness", rec.question, text, gold, choices) for text in (greedy, *rec.samples)]
+    consist = [JudgeQuery("consistency", rec.question, text, (greedy,), choices) for text in rec.samples]
+    return correct, consist
+
+
+def judge_records(records: Sequence[Record], judges: Judges) -> None:
+    """Set the correctness and consistency labels of answered records (in place), in two batched calls."""
+    correct_q: list[JudgeQuery] = []
+    consist_q: list[JudgeQuery] = []
+    for rec in records:
+        correct, consist = record_queries(rec)
+        correct_q += correct
+        consist_q += consist
+    correct_v = judges.correctness.judge_batch(correct_q) if correct_q else []
+    consist_v = judges.consistency.judge_batch(consist_q) if consist_q else []
+    ci = si = 0
+    for rec in records:
+        k = rec.k
+        rec.greedy_correct = int(correct_v[ci])
+        rec.sample_correct = [int(v) for v in correct_v[ci + 1 : ci + 1 + k]]
+        rec.sample_consistent = [int(v) for v in consist_v[si : si + k]]
+        ci, si = ci + 1 + k, si + k
 
 
 def _generations(

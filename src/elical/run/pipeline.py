@@ -15,6 +15,8 @@ Run folder (architecture.md)::
                                  (honesty_comparison.{csv,md,json}, answers.parquet, gate.json, adapters)
     <out>/retrieval/             with a ``retrieval:`` section: answers with passages, gated curve, index/
     <out>/settings/<step>.json   what decided each step's outputs (run/fingerprints.py)
+    <out>/audit/                 written by `elical label-audit <out>`: the labelling sheet and page, and the
+                                 judges' quality on the labels (quality.{md,json}), shown in the report
 
 Every step skips work whose output exists, so a killed run continues where it stopped; a rerun with
 settings that change a step's outputs is refused before anything is written (``--overwrite`` redoes

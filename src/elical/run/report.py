@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from elical.audit.report import NO_AUDIT, label_quality_blocks
+from elical.audit.report import SECTION as LABEL_QUALITY_SECTION
 from elical.evaluate import Evaluation
 from elical.honesty.evaluate import SCORE_NOTE
 from elical.metrics.base import metric_label
@@ -44,7 +46,8 @@ from elical.run.targets import paper_targets
 HONESTY_SECTION = "Honesty (Alignment for Honesty vs EliCal gate)"
 RETRIEVAL_SECTIONS = ("Adaptive retrieval", "Abstention")  # with a retrieval: section, before the honesty one
 SECTIONS = ("Findings", "Targets from the paper", "Setup", "Table 2", "Differences (paired bootstrap)",
-            "Confidence vs labels", "Self-consistency and exposure", "Reliability diagrams", "Notes")
+            "Confidence vs labels", "Self-consistency and exposure", "Reliability diagrams", LABEL_QUALITY_SECTION,
+            "Notes")
 
 
 @dataclass
@@ -67,6 +70,7 @@ class RunNumbers:
     cpu_seconds: dict[str, float]
     honesty: HonestyOutcome | None = None
     retrieval: RetrievalReport | None = None
+    label_quality: list[Block] | None = None  # the label audit's section (audit/report.py); None: no audit shown
 
     @property
     def seeds(self) -> int:
@@ -148,6 +152,7 @@ def write_run_report(cfg: RunConfig, subject: Subject, records: Sequence[Record]
                          cpu_seconds or {}, honesty)
     if retrieval is not None and cfg.retrieval is not None:
         numbers.retrieval = retrieval_report(retrieval, cfg.retrieval, evaluation, out)
+    numbers.label_quality = label_quality_blocks(out, records)
     _label_figures(numbers, fig_dir)
     md_path, _ = write_document(run_document(numbers), out, "report")
     with atomic_write(out / "findings.json") as tmp:
@@ -348,6 +353,7 @@ def run_document(numbers: RunNumbers) -> Document:
         *_labels_blocks(numbers),
         *_exposure_blocks(numbers),
         *_reliability_blocks(numbers),
+        *(numbers.label_quality or [Heading(LABEL_QUALITY_SECTION), Paragraph(NO_AUDIT)]),
         *(retrieval_blocks(numbers.retrieval) if numbers.retrieval is not None else []),
         *(honesty_blocks(numbers.honesty) if numbers.honesty is not None else []),
         Heading("Notes"),

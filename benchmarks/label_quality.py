@@ -1,0 +1,79 @@
+"""Judge quality on the labelled sets of real SmolLM2 outputs (tests/data/labels), population-weighted.
+
+Each set is a label-audit sheet (elical.audit.sample) drawn from `elical run --preset smollm2-qa-full`'s
+records (benchmarks/labels_gpu.sh), labelled by hand by the rule of tests/data/labels/RULES.md. For each
+set and judge: weighted error, precision (share of positive decisions that are right) and recall, with
+95 % stratified-bootstrap intervals; `decision` is the run's own judge at annotation time (match@3 and
+answer@2). The *_dev sets are the ones the rules were developed on; the *_test sets were not looked at.
+
+    python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from pathlib import Path
+
+from elical.annotate.config import AnnotateConfig
+from elical.annotate.judge_factory import judge_maker
+from elical.annotate.judges import JudgeQuery
+from elical.audit.score import Labelled, quality_table, render_quality
+
+JUDGES = {"correctness": ("mention", "match", "exact", "paper"), "consistency": ("answer", "match", "mention")}
+
+
+def query(row: dict) -> JudgeQuery:
+    choices = tuple(row["choices"]) if row.get("choices") else None
+    if row["task"] == "correctness":
+        return JudgeQuery("correctness", row["question"], row["answer"], tuple(row["gold"]), choices)
+    return JudgeQuery("consistency", row["question"], row["a"], (row["b"],), choices)
+
+
+def labelled(rows: list[dict], decisions: list[bool]) -> list[Labelled]:
+    return [Labelled(bool(d), bool(r["label"]), float(r["weight"]), r["stratum"], r["dataset"], r["category"] or "other")
+            for r, d in zip(rows, decisions)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default="tests/data/labels")
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--resamples", type=int, default=1000)
+    args = parser.parse_args()
+    make = judge_maker(AnnotateConfig())
+    lines = [f"# Judge quality on labelled real outputs ({platform.node()}, {platform.processor() or platform.machine()})", ""]
+    for path in sorted(Path(args.sets).glob("*.jsonl")):
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        task = rows[0]["task"]
+        queries = [query(r) for r in rows]
+        lines += [f"## {path.name}: {len(rows)} {task} items, {len({r['dataset'] for r in rows})} datasets, "
+                  f"{sum(r['label'] for r in rows)} labelled 1", ""]
+        summary = ["| judge | error | precision | recall | judged positive | labelled positive |", "|---|---|---|---|---|---|"]
+        decided = {f"run's judge ({rows[0]['judge']})": [bool(r["decision"]) for r in rows]}
+        for name in JUDGES[task]:
+            judge = make(name)
+            decided[judge.name] = judge.judge_batch(queries)
+        tables = {}
+        for name, decisions in decided.items():
+            rows_q = quality_table(labelled(rows, decisions), n_resamples=args.resamples)
+            tables[name] = rows_q
+            overall = rows_q[0]
+
+            def cell(k: str) -> str:
+                return f"{100 * overall[k]:.1f} [{100 * overall[k + '_low']:.1f}, {100 * overall[k + '_high']:.1f}]"
+
+            summary.append(f"| {name} | {cell('error')} | {cell('precision')} | {cell('recall')} | "
+                           f"{100 * overall['judged_positive']:.1f} | {100 * overall['labelled_positive']:.1f} |")
+        lines += summary + [""]
+        default = make("match" if task == "correctness" else "answer").name
+        lines += [render_quality(tables[default], f"{default} by dataset and category"), ""]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

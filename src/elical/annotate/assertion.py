@@ -1,0 +1,528 @@
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge since match@4.
+
+Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
+the alias fills the answer's slot of the question. The rules, each general:
+
+1. **Choice questions.** Where a gold alias is one of the alternatives the question offers ("Who was
+   born later, A or B?", "... out of A and B?"), the reply answers with the option it *chooses*: the
+   first option it names, leaving out mentions that restate the alternatives ("A or B", "both A and
+   B") and negated ones ("not A"). "A is older than B" chooses A for "who is older" and B for "who is
+   younger" (a comparative the antonym of the question's hands the choice to the other side of
+   "than"). The reply is right only if it chooses the gold option.
+2. **Restated, not answered.** An alias that the question itself names is found in any reply that
+   restates the question. Such an occurrence counts only where the reply does not merely repeat it:
+   not in the subject of its sentence (before the sentence's first verb), and not next to the same
+   content word as in the question ("science historian James Burke").
+3. **Context, not answer.** An alias in the subject of a sentence counts only where what the sentence
+   says of it restates the question ("Paris is the capital of France" answers "What is the capital of
+   France?"; "The United States is the largest economy" does not answer "What is X's nationality?").
+4. **Negated.** "not X", "no X", "never X" do not assert X.
+5. **Lists.** An alias that is one member of a list of names with a conjunction ("China, Vietnam, and
+   the Philippines", "Ghana or Togo") counts only if every member is a gold alias.
+
+A yes/no gold is asserted by the reply's first "yes" or "no". The rules read only the reply's
+sentences up to the first that asserts nothing beyond the question ("The answer to this question is:"
+is followed by the answer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from elical.annotate.consistency import (
+    _NUMBER_WORDS,
+    FUNCTION_WORDS,
+    Comparison,
+    _forms,
+    compare_answers,
+    first_sentence,
+    same_word,
+)
+from elical.annotate.text import Token, alias_tokens, contains, token_matches, tokenize
+
+# verbs that end a sentence's subject: copulas, auxiliaries, and words that read as past participles
+_VERBS = frozenset(
+    "is are was were be been has have had does did do can could will would may might must shall should "
+    "became becomes become remains remained".split()
+)
+_NEGATIONS = frozenset("not no never neither nor without".split())
+_CONNECTORS = frozenset("of the de da di del der von van la le du des y and".split())  # inside names
+# comparatives whose opposite hands a "than" comparison to its other side
+_OPPOSITES = {
+    "older": "younger", "earlier": "later", "first": "later", "longer": "shorter", "more": "less",
+    "larger": "smaller", "bigger": "smaller", "higher": "lower", "taller": "shorter", "before": "after",
+    "sooner": "later", "elder": "younger", "faster": "slower", "closer": "farther", "further": "closer",
+    "older": "newer", "oldest": "youngest", "recently": "earlier", "recent": "older",
+}
+_ANTONYM: dict[str, set[str]] = {}
+for _a, _b in _OPPOSITES.items():
+    _ANTONYM.setdefault(_a, set()).add(_b)
+    _ANTONYM.setdefault(_b, set()).add(_a)
+# words that announce an answer without saying anything of it ("The answer I'm referring to is X")
+_ANNOUNCING = frozenset("answer question correct referring mentioned talking one option choice called named mean title i m".split())
+# capitalized only because they start a sentence: never a name
+_STARTERS = FUNCTION_WORDS | frozenset("about approximately around over nearly almost roughly according based here yes no "
+                                       "sure well however also in on".split())
+_SEPARATOR = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|&)\s+", re.IGNORECASE)
+_LIST_JOIN = re.compile(r"\b(?:and|or)\b|&", re.IGNORECASE)
+_NAME = re.compile(r"^(?:the\s+)?(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y|and)\s+)*[A-Z0-9][\w'’.\-]*)*")
+_WORD = re.compile(r"^[a-z][\w'’\-]*")
+_WORD_END = re.compile(r"[a-z][\w'’\-]*\s*$")
+_NAME_END = re.compile(r"(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y)\s+)*[A-Z0-9][\w'’.\-]*)*\s*$")
+
+
+def sentences(reply: str) -> list[str]:
+    """The reply's sentences and lines, cut as :func:`~elical.annotate.consistency.first_sentence`
+    cuts the first (never after an initial or a common abbreviation)."""
+    out, rest = [], reply.strip()
+    while rest:
+        head = first_sentence(rest)
+        if not head or not rest.startswith(head):
+            out.append(rest)
+            break
+        out.append(head)
+        rest = rest[len(head) :].strip()
+    return out
+
+
+def _find(hay: Sequence[Token], needle: Sequence[Token]) -> list[int]:
+    """Start positions of the needle in the hay (the rules of :func:`~elical.annotate.text.contains`)."""
+    n = len(needle)
+    if not n or n > len(hay):
+        return []
+    if n == len(hay):
+        return [0] if all(a.text == b.text for a, b in zip(needle, hay)) else []
+    return [i for i in range(len(hay) - n + 1) if all(token_matches(a, b) for a, b in zip(needle, hay[i : i + n]))]
+
+
+def _content(tokens: Sequence[Token]) -> list[Token]:
+    return [t for t in tokens if t.text not in FUNCTION_WORDS]
+
+
+def _in(token: Token, others: Sequence[Token]) -> bool:
+    return any(same_word(token.text, o.text) for o in others)
+
+
+# ---------------------------------------------------------------------------- choice questions
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The alternatives a question offers (token sequences) and its comparative word, if any."""
+
+    options: tuple[tuple[Token, ...], ...]
+    comparative: str | None
+
+
+def _option_beside(question: str, start: int, end: int) -> str | None:
+    """The other alternative next to the span [start, end) of the question, joined to it by "or"/"and"."""
+    after = question[end:]
+    joined = re.match(r"\s*,?\s+(?:or|and)\s+", after)
+    if joined:
+        rest = after[joined.end() :]
+        name = _NAME.match(rest)
+        return name.group().strip() if name else None
+    before = question[:start]
+    joined = re.search(r"\s*,?\s+(?:or|and)\s+$", before)
+    if joined:
+        name = _NAME_END.search(before[: joined.start()])
+        return name.group().strip() if name else None
+    return None
+
+
+def choice_of(question: str, aliases: Sequence[str]) -> tuple[Choice, int] | None:
+    """(the choice the question offers, the index of the gold option) where a gold alias is one of two
+    alternatives joined by "or"/"and" in the question; None for other questions."""
+    folded = question
+    for alias in aliases:
+        if not alias.strip():
+            continue
+        for found in re.finditer(re.escape(alias.strip()), folded, re.IGNORECASE):
+            other = _option_beside(folded, found.start(), found.end())
+            if other and tokenize(other) and tokenize(other) != tokenize(alias):
+                gold, rival = alias_tokens(alias), alias_tokens(other)
+                if not gold or not rival or contains(gold, rival) or contains(rival, gold):
+                    continue
+                words = [t.text for t in tokenize(question)]
+                comparative = next((w for w in words if w in _ANTONYM), None)
+                return Choice((gold, rival), comparative), 0
+    return None
+
+
+def chosen_option(question: str, reply: str, choice: Choice) -> int | None:
+    """The index of the option the reply chooses (rule 1 of the module docstring), None if none."""
+    asked = tokenize(question)
+    for sentence in sentences(reply):
+        picked = _sentence_choice(sentence, choice, asked)
+        if picked is not None:
+            return picked if picked >= 0 else None
+    return None
+
+
+def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> int | None:
+    """The option one sentence chooses; -1 where it names options without choosing one (it decides:
+    the reply chose nothing), None where it names none (the next sentence may)."""
+    tokens = tokenize(sentence)
+    words = [t.text for t in tokens]
+    mentions: list[tuple[int, int, int]] = []  # (position, end, option)
+    for index, option in enumerate(choice.options):
+        mentions += [(p, p + len(option), index) for p in _find(tokens, option)]
+    if not mentions:
+        return None
+    mentions.sort()
+    restated = set()
+    for (p1, e1, o1), (p2, e2, o2) in zip(mentions, mentions[1:]):
+        between = words[e1:p2]
+        if o1 != o2 and len(between) <= 1 and all(w in ("or", "and") for w in between):
+            restated |= {p1, p2}
+    named = [(p, e, o) for p, e, o in mentions if p not in restated and not (p > 0 and words[p - 1] in _NEGATIONS)]
+    if not named:
+        return -1
+    position, end, option = named[0]
+    if "than" in words[end:]:  # "A is older than B": A under the sentence's comparative, else B
+        than = end + words[end:].index("than")
+        compared = [w for w in words[end:than] if w in _ANTONYM]
+        if compared and choice.comparative and compared[-1] in _ANTONYM.get(choice.comparative, set()):
+            return 1 - option if len(choice.options) == 2 else -1
+        return option
+    if len({o for _, _, o in named}) > 1:
+        return -1  # both options named, and no comparison between them: no choice
+    rest = [t for t in tokens[:position] + tokens[end:] if t.text not in FUNCTION_WORDS]
+    states_comparison = any(t.text in _ANTONYM or t.text == choice.comparative for t in rest)
+    announces = all(t.text in _ANNOUNCING or _in(t, asked) for t in rest)
+    return option if states_comparison or announces else -1
+
+
+# ---------------------------------------------------------------------------- other questions
+
+
+def _subject_end(tokens: Sequence[Token]) -> int:
+    """The index of a sentence's first verb (the subject is what comes before it); 0 where it has none."""
+    for i, token in enumerate(tokens):
+        if i > 0 and (token.text in _VERBS or (token.case == "lower" and token.text.endswith("ed") and len(token.text) > 4)):
+            return i
+    return 0
+
+
+def _list_members(sentence: str, start: int, end: int, lower: bool = False) -> list[str] | None:
+    """The names listed with the span [start, end) of the sentence, where it is one member of a list
+    with a conjunction ("A, B and C", "A or B"); None where it is not in such a list. ``lower``: the
+    members are lower-case words, as the alias is ("actor and comedian")."""
+    member, member_end = (_WORD, _WORD_END) if lower else (_NAME, _NAME_END)
+    members, joins = [sentence[start:end]], []
+    rest = sentence[end:]
+    while True:
+        sep = _SEPARATOR.match(rest)
+        name = member.match(rest[sep.end() :]) if sep else None
+        if not sep or not name or not name.group().strip():
+            break
+        joins.append(sep.group())
+        members.append(name.group().strip())
+        rest = rest[sep.end() + name.end() :]
+    head = sentence[:start]
+    while True:
+        sep = re.search(r"(?:,\s*(?:and|or)?|\s(?:and|or)|&)\s*$", head, re.IGNORECASE)
+        name = member_end.search(head[: sep.start()]) if sep else None
+        if not sep or not name or not name.group().strip():
+            break
+        joins.append(sep.group())
+        members.insert(0, name.group().strip())
+        head = head[: name.start()]
+    if len(members) < 2 or not any(_LIST_JOIN.search(j) for j in joins):
+        return None
+    return members
+
+
+def _char_span(sentence: str, alias: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in re.finditer(re.escape(alias.strip()), sentence, re.IGNORECASE)]
+
+
+def _is_gold(name: str, gold: Sequence[tuple[Token, ...]]) -> bool:
+    words = alias_tokens(name)
+    return any(g and (contains(words, g) or contains(g, words)) for g in gold if words)
+
+
+def _sentence_asserts(question: str, sentence: str, aliases: Sequence[str]) -> bool:
+    """Whether one sentence of the reply asserts a gold alias (rules 2 to 5)."""
+    tokens = tokenize(sentence)
+    asked = tokenize(question)
+    gold = [alias_tokens(a) for a in aliases]
+    subject_end = _subject_end(tokens)
+    predicate = _content(tokens[subject_end:]) if subject_end else []
+    restates = not predicate or sum(_in(t, asked) for t in predicate) * 2 >= len(predicate)
+    for alias, needle in zip(aliases, gold):
+        if not needle:
+            continue
+        in_question = bool(_find(asked, needle))
+        spans = _char_span(sentence, alias)
+        for k, position in enumerate(_found(tokens, needle)):
+            if position > 0 and tokens[position - 1].text in _NEGATIONS:
+                continue
+            subject = position < subject_end
+            if subject and (in_question or not restates):
+                continue
+            if in_question and (_echoes(tokens, position, len(needle), asked, needle)
+                                or _inside_longer_name(tokens, position, len(needle))):
+                continue
+            span = spans[k] if len(spans) > k else None
+            members = _list_members(sentence, *span, lower=alias.islower()) if span else None
+            if members and not all(_is_gold(m, gold) for m in members):
+                continue
+            return True
+    return False
+
+
+def _found(tokens: Sequence[Token], needle: Sequence[Token]) -> list[int]:
+    """Where the alias occurs; a one-word capitalized alias also in its other forms ("Japan" in
+    "a Japanese actor")."""
+    exact = _find(tokens, needle)
+    if exact or len(needle) != 1 or needle[0].case == "lower" or len(needle[0].text) < 4:
+        return exact
+    return [i for i, t in enumerate(tokens) if t.case != "lower" and same_word(t.text, needle[0].text)]
+
+
+def _inside_longer_name(tokens: Sequence[Token], position: int, length: int) -> bool:
+    """Whether the occurrence is part of a longer name: a capitalized word right before or after it
+    ("the Blackburn Shipbuilding Company" names a company, not Blackburn)."""
+    def named(i: int) -> bool:
+        return 0 <= i < len(tokens) and tokens[i].case not in ("lower",) and tokens[i].text not in _STARTERS
+    return named(position + length) or (position > 0 and named(position - 1))
+
+
+def _neighbours(tokens: Sequence[Token], position: int, length: int) -> set[str]:
+    """The nearest content words before and after a span."""
+    out: set[str] = set()
+    for step, start in ((-1, position - 1), (1, position + length)):
+        i = start
+        while 0 <= i < len(tokens) and tokens[i].text in FUNCTION_WORDS:
+            i += step
+        if 0 <= i < len(tokens):
+            out.add(tokens[i].text)
+    return out
+
+
+def _echoes(tokens: Sequence[Token], position: int, length: int, asked: Sequence[Token], needle: Sequence[Token]) -> bool:
+    """Whether the occurrence sits next to the same content word as the alias does in the question."""
+    context: set[str] = set()
+    for p in _find(asked, needle):
+        context |= _neighbours(asked, p, len(needle))
+    return bool(_neighbours(tokens, position, length) & context)
+
+
+def _polarity(reply: str) -> str | None:
+    words = [t.text for t in tokenize(reply)]
+    return next((w for w in words if w in ("yes", "no")), None)
+
+
+def asserts_gold(question: str, reply: str, aliases: Sequence[str]) -> bool:
+    """Whether the reply asserts one of the gold aliases as its answer to the question (see the module
+    docstring); alias containment alone is necessary, not sufficient."""
+    aliases = [a for a in aliases if a and a.strip()]
+    words = {normal for a in aliases for normal in [" ".join(t.text for t in tokenize(a))]}
+    if words and words <= {"yes", "no"}:
+        return _polarity(reply) in words
+    picked = choice_of(question, aliases)
+    if picked is not None:
+        choice, gold = picked
+        return chosen_option(question, reply, choice) == gold
+    asked = tokenize(question)
+    for sentence in sentences(reply):
+        if _sentence_asserts(question, sentence, aliases):
+            return True
+        if _content([t for t in tokenize(sentence) if not _in(t, asked)]) and not _says_nothing(sentence):
+            return False  # the first sentence that says something decides
+    return False
+
+
+def _says_nothing(sentence: str) -> bool:
+    """A sentence that only announces an answer ("The answer to this question is:")."""
+    return bool(re.fullmatch(r"(?:the\s+)?(?:correct\s+|short\s+)?answer(?:\s+to\s+(?:this|the|your)\s+question)?\s+is\s*:?", sentence.strip(), re.IGNORECASE))
+
+
+# ---------------------------------------------------------------------------- consistency
+
+SHORT_SLOT = 2  # answer-slot words up to which a reply gives an answer to compare (longer: a statement)
+_YES_NO_START = frozenset("is are was were do does did can could has have had will would should".split())
+_NO_ANSWER = re.compile(
+    r"\b(?:i'?m sorry|i am sorry|i apologi[sz]e|i don'?t know|i do not know|i cannot|i can'?t|i'?m not (?:sure|able|aware)"
+    r"|i am not (?:sure|able|aware)|unable to|not possible to|no (?:information|answer|record)|not (?:known|available|specified|mentioned)"
+    r"|unknown|unclear|not aware of|does not exist|doesn'?t exist)\b",
+    re.IGNORECASE,
+)
+
+
+def question_options(question: str) -> Choice | None:
+    """The two alternatives a question offers ("..., A or B?"), found without the gold answer; None
+    for other questions."""
+    for joined in re.finditer(r"\s*,?\s+or\s+", question):
+        before = _NAME_END.search(question[: joined.start()])
+        after = _NAME.match(question[joined.end() :])
+        if before and after and before.group().strip() and after.group().strip():
+            left, right = alias_tokens(before.group().strip()), alias_tokens(after.group().strip())
+            if left and right and left != right:
+                words = [t.text for t in tokenize(question)]
+                return Choice((left, right), next((w for w in words if w in _ANTONYM), None))
+    return None
+
+
+def _answering_sentence(question: str, reply: str) -> str | None:
+    """The reply's first sentence that says something beyond the question; None where none does."""
+    asked = {t.text for t in tokenize(question)}
+    for sentence in sentences(reply):
+        said = [t for t in _content(tokenize(sentence)) if not _asked(t.text, asked) and t.text not in _ANNOUNCING]
+        if said and not _says_nothing(sentence):
+            return sentence
+    return None
+
+
+def gives_no_answer(question: str, reply: str) -> bool:
+    """Whether a reply asserts no answer: it says nothing beyond the question (an echo, a cut-off
+    restatement), or its answering sentence refuses or calls the answer unknown."""
+    sentence = _answering_sentence(question, reply)
+    if sentence is None:
+        return True
+    found = _NO_ANSWER.search(sentence)
+    return found is not None and not re.search(re.escape(found.group()), question, re.IGNORECASE)
+
+
+_PIECE = re.compile(r"[,;:](?=\s)|[()\[\]\"“”]|\s(?:and|or|&)\s", re.IGNORECASE)
+_NUMBER_QUESTION = re.compile(r"^\s*(?:how (?:many|much|old|long|far|tall|big)|when\b|(?:in )?what (?:year|date|decade|century))", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """The words of a sentence that fill the question's answer slot, in pieces (the sentence cut at
+    punctuation and conjunctions), and whether a conjunction joins two pieces that name something."""
+
+    pieces: tuple[tuple[Token, ...], ...]
+    listed: bool
+
+    @property
+    def words(self) -> list[Token]:
+        return [t for piece in self.pieces for t in piece]
+
+
+def answer_slot(question: str, sentence: str) -> Slot:
+    """The words of a sentence that fill the question's answer slot: its content words the question
+    lacks, from the predicate where the subject restates the question ("The capital of France is
+    Paris"), from the subject where the predicate does ("Paris is the capital of France"), else from
+    the predicate (where the sentence says something of its own subject, the claim is what follows)."""
+    asked = {t.text for t in tokenize(question)}
+    joins = [m.group() for m in _PIECE.finditer(sentence)]
+    pieces = [tokenize(piece) for piece in _PIECE.split(sentence)]
+    owner = [i for i, piece in enumerate(pieces) for _ in piece]
+    tokens = [t for piece in pieces for t in piece]
+    end = _subject_end(tokens)
+
+    def new(lo: int, hi: int) -> list[int]:
+        return [i for i in range(lo, hi) if tokens[i].text not in FUNCTION_WORDS and not _asked(tokens[i].text, asked)]
+
+    subject, predicate = (new(0, end), new(end, len(tokens))) if end else ([], new(0, len(tokens)))
+    chosen = subject if subject and not predicate else predicate
+    grouped: dict[int, list[Token]] = {}
+    for i in chosen:
+        token = tokens[i] if i or tokens[i].text not in _STARTERS else Token(tokens[i].text, "lower")
+        grouped.setdefault(owner[i], []).append(token)
+    named = [k for k, words in grouped.items() if _named_run(words)]
+    listed = len(named) > 1 and any(re.search(r"\b(?:and|or)\b|&", joins[k - 1], re.IGNORECASE)
+                                    for k in named[1:] if 0 < k <= len(joins))
+    return Slot(tuple(tuple(grouped[k]) for k in sorted(grouped)), listed)
+
+
+def _asked(word: str, asked: set[str]) -> bool:
+    """Whether the question has the word, as it is or inflected ("produces" / "produced"); an answer
+    that shares only a stem with the question still answers it ("Rome" for "East Roman Empire")."""
+    stems = _forms(word)[0]
+    return word in asked or any(stems & _forms(other)[0] for other in asked)
+
+
+def _named_run(words: Sequence[Token]) -> tuple[Token, ...]:
+    """The first run of named words (capitalized, or holding digits) among the slot's words."""
+    run: list[Token] = []
+    for token in words:
+        if token.case != "lower" or any(ch.isdigit() for ch in token.text):
+            run.append(token)
+        elif run:
+            break
+    return tuple(run)
+
+
+def _names(slot: Slot, numbers: bool) -> list[tuple[Token, ...]]:
+    """The names a slot gives, one per piece (only numbers where the question asks for one)."""
+    runs = []
+    for piece in slot.pieces:
+        piece = tuple(Token(_NUMBER_WORDS.get(t.text, t.text), t.case) for t in piece)
+        words = [t for t in piece if any(ch.isdigit() for ch in t.text)] if numbers else list(piece)
+        run = _named_run(words)
+        if run:
+            runs.append(run)
+    return runs
+
+
+def _same_name(x: tuple[Token, ...], y: tuple[Token, ...]) -> bool:
+    """One name inside the other, a word counting in its other forms ("Japan" / "Japanese")."""
+    def inside(a: Sequence[Token], b: Sequence[Token]) -> bool:
+        return all(any(same_word(t.text, o.text) for o in b) for t in a)
+
+    return inside(x, y) or inside(y, x)
+
+
+def same_assertion(question: str, a: str, b: str) -> bool | None:
+    """Whether two replies assert the same answer, where what they assert decides it (the rules of
+    the answer judge since answer@3); None where the answers' cores must be compared. A reply that
+    gives no answer is the same as nothing; yes/no questions compare the replies' yes or no, choice
+    questions the options chosen; two replies whose first new names agree give the same answer."""
+    words = [t.text for t in tokenize(question)]
+    if words and words[0] in _YES_NO_START and " or " not in question:
+        polarity_a, polarity_b = _polarity(a), _polarity(b)
+        if polarity_a is not None and polarity_b is not None:
+            return polarity_a == polarity_b
+    choice = question_options(question)
+    if choice is not None:
+        chosen_a, chosen_b = chosen_option(question, a, choice), chosen_option(question, b, choice)
+        return chosen_a is not None and chosen_a == chosen_b
+    if gives_no_answer(question, a) or gives_no_answer(question, b):
+        return False
+    slot_a = answer_slot(question, _answering_sentence(question, a) or "")
+    slot_b = answer_slot(question, _answering_sentence(question, b) or "")
+    if any(t.text in _NEGATIONS for t in slot_a.words + slot_b.words):
+        return False  # a negated claim says what the answer is not
+    numbers = bool(_NUMBER_QUESTION.search(question))
+    names_a, names_b = _names(slot_a, numbers), _names(slot_b, numbers)
+    if numbers and not (names_a and names_b):
+        return False  # a question that asks for a number is answered by one
+    words_a, words_b = [t.text for t in slot_a.words], [t.text for t in slot_b.words]
+    if words_a == words_b:
+        return True
+    if len(words_a) > SHORT_SLOT or len(words_b) > SHORT_SLOT:
+        return False  # long claims: two statements (even where they share a name), not one short answer
+    if names_a and names_b:
+        if slot_a.listed or slot_b.listed:  # lists are the same answer only as the same set
+            return all(any(_same_name(x, y) for y in names_b) for x in names_a) and all(
+                any(_same_name(y, x) for x in names_a) for y in names_b)
+        if _same_name(names_a[0], names_b[0]):
+            return True
+        if all(any(ch.isdigit() for ch in t.text) for t in names_a[0] + names_b[0]):
+            return False  # two different numbers
+    return None
+
+
+def compare_assertions(question: str, a: str, b: str) -> Comparison:
+    """Consistency of two replies: :func:`same_assertion` where it decides; else the rules on the
+    answers' cores (:func:`~elical.annotate.consistency.compare_answers`) applied to the two short
+    answer slots, which may leave the slots' differing parts to a model (the answer judge's embeddings)."""
+    decided = same_assertion(question, a, b)
+    if decided is not None:
+        return Comparison(decided)
+    slot_a, slot_b = (_slot_text(answer_slot(question, _answering_sentence(question, x) or "")) for x in (a, b))
+    return compare_answers(question, slot_a, slot_b) if slot_a and slot_b else Comparison(False)
+
+
+def _slot_text(slot: Slot) -> str:
+    """A slot's words as text, names capitalized again, pieces apart (what the core rules compare)."""
+    def word(t: Token) -> str:
+        return t.text.upper() if t.case in ("upper", "caps") and t.initials else t.text.capitalize() if t.case != "lower" else t.text
+
+    return ", ".join(" ".join(word(t) for t in piece) for piece in slot.pieces if piece)
