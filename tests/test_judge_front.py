@@ -43,7 +43,10 @@ def test_correctness_front(answer, gold, expected):
 
 
 def test_long_answer_is_a_setting_and_choices_decide_by_letter():
-    assert correctness_decision(correctness(LONG, "Paris"), long_answer=40) is True
+    assert correctness_decision(correctness(LONG, "Paris"), long_answer=40) is None  # Paris mentioned, not asserted
+    asserted = "The capital of France, a country in western Europe with a long history, is Paris."
+    assert correctness_decision(correctness(asserted, "Paris")) is None  # long: the LLM decides
+    assert correctness_decision(correctness(asserted, "Paris"), long_answer=40) is True
     choices = ("Paris", "Lyon", "Nice")
     assert correctness_decision(correctness("B) Lyon", "B", choices=choices)) is True
     assert correctness_decision(correctness("I am not sure.", "A", choices=choices)) is False
@@ -138,7 +141,7 @@ def test_cascade_judge_names_its_front_and_version(tiny_llama, tiny_tokenizer, a
     backend = SimpleNamespace(model=tiny_llama, tokenizer=tiny_tokenizer, model_name="tiny")
     cascade = judge_maker(AnnotateConfig(device="cpu"), backend)("cascade")
     assert isinstance(cascade, CascadeJudge)
-    assert cascade.name.startswith("cascade@3(match@3,long=12+answer@2(") and cascade.name.endswith(",band=0.1+llm(tiny))")
-    assert judge_version("cascade") == "cascade@3(match@3+answer@2+llm@1)"
+    assert cascade.name.startswith("cascade@4(match@4,long=12+answer@3(") and cascade.name.endswith(",band=0.1+llm(tiny))")
+    assert judge_version("cascade") == "cascade@4(match@4+answer@3+llm@1)"
     queries = [correctness("Berlin", "Paris"), correctness("Parisian", "Paris")]
     assert cascade.judge_batch(queries)[0] is False and cascade.stats.computed == 1

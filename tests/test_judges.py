@@ -15,6 +15,7 @@ from elical.annotate.judges import (
     JudgeCache,
     JudgeQuery,
     MatchJudge,
+    MentionJudge,
     extract_choice,
     query_key,
 )
@@ -271,7 +272,9 @@ def test_dedup_keeps_apart_what_the_rules_tell_apart(a, b):
         return query_key(judge, JudgeQuery("correctness", "q", answer, ("x",)))
 
     assert key(MatchJudge(), a) != key(MatchJudge(), b)
-    assert key(MatchJudge(), "Paris!") == key(MatchJudge(), "Paris")
+    assert key(MentionJudge(), a) != key(MentionJudge(), b)
+    assert key(MentionJudge(), "Paris!") == key(MentionJudge(), "Paris")  # containment reads only the tokens
+    assert key(MatchJudge(), "Paris, Lyon") != key(MatchJudge(), "Paris Lyon")  # what is asserted reads punctuation
     assert key(PaperJudge(), "Beyoncé") != key(PaperJudge(), "Beyonce")  # the paper judge keeps accents
 
 
@@ -282,7 +285,7 @@ def test_consistency_keys_keep_the_sentences_apart():
 
     assert key("Paris. Berlin is big.") != key("Paris, Berlin is big.")
     judge = CachedJudge(MatchJudge())
-    queries = [JudgeQuery("consistency", "Capital?", a, ("Paris",)) for a in ["Berlin. Paris is big.", "Berlin, Paris"]]
+    queries = [JudgeQuery("consistency", "Capital?", a, ("Paris",)) for a in ["Berlin. Paris is big.", "Paris, France"]]
     assert judge.judge_batch(queries) == [False, True]
 
 

@@ -153,6 +153,8 @@ def test_bad_draws_are_refused_before_anything_is_written(tmp_path):
         draw_audit(_record_file(tmp_path), tmp_path / "a", per_stratum=0)
     with pytest.raises(InputError, match="--task: unknown task 'correct'"):
         draw_audit(_record_file(tmp_path), tmp_path / "a", tasks=["correct"])
+    with pytest.raises(FileNotFoundError, match="nowhere: no such run folder or record file"):
+        draw_audit(tmp_path / "nowhere", tmp_path / "a")
     assert not (tmp_path / "a").exists()
     run = _run_folder(tmp_path)
     drawn = draw_audit(run, per_stratum=2)

@@ -70,6 +70,9 @@ def read_source(paths: Sequence[PathLike]) -> AuditSource:
     given = [Path(p) for p in paths]
     if not given:
         raise InputError("RUN_OR_RECORDS: give a run folder or record files")
+    for path in given:
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such run folder or record file")
     runs = [p for p in given if is_run_folder(p)]
     if runs:
         if len(given) > 1:
@@ -281,7 +284,7 @@ def read_labels(path: PathLike, items: Mapping[str, Any]) -> dict[str, Label]:
     a label that is not 0/1, an unknown category or an item labelled twice is an error naming file:line:field."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"labels file not found: {path}")
+        raise FileNotFoundError(f"--labels {path}: no such file")
     labels: dict[str, Label] = {}
     for line, row in iter_json_objects(path):
         item = row.get("item")

@@ -86,12 +86,15 @@ h3{font-size:12px;text-transform:uppercase;letter-spacing:.05em;color:#6a737d;ma
 .text{white-space:pre-wrap;word-wrap:break-word;font-size:16px}
 .reply{background:#f6f8fa;border:1px solid #e1e4e8;border-radius:6px;padding:8px 12px}
 .pair{display:grid;grid-template-columns:1fr 1fr;gap:14px}
-ol.choices{margin:4px 0;padding-left:28px}
+ol.choices{margin:4px 0;padding-left:28px}ol.choices li{padding:1px 6px;border-radius:4px}
+ol.choices li.gold{background:#e7f5ff;outline:1px solid #a5d8ff}
+ol.choices li.gold::after{content:"  ← gold";color:#1971c2;font-size:12px}
 ul.gold{list-style:none;margin:4px 0;padding:0;display:flex;flex-wrap:wrap;gap:6px}
 ul.gold li{background:#e7f5ff;border:1px solid #a5d8ff;border-radius:12px;padding:1px 10px;font-size:14px}
-.status{margin:16px 0 8px;font-size:15px;padding:6px 10px;border-radius:6px;background:#f0f1f3;color:#555}
+.status{margin-left:auto;font-size:14px;padding:6px 12px;border-radius:6px;background:#f0f1f3;color:#555}
 .status.yes{background:#d3f9d8;color:#1b5e20}.status.no{background:#ffe3e3;color:#8a1c1c}
-.buttons{display:flex;gap:10px;flex-wrap:wrap;margin:10px 0}
+.buttons{display:flex;gap:10px;flex-wrap:wrap;align-items:center;margin:18px 0 6px;padding-top:14px;
+  border-top:1px solid #eceef1}
 button{font:inherit;font-size:14px;border:1px solid #c4c9d0;background:#fff;border-radius:6px;padding:6px 14px;
   cursor:pointer}
 button:hover{background:#f3f4f6}
@@ -175,6 +178,11 @@ SCRIPT = r"""
     $("choices-box").hidden = !(it.choices && it.choices.length);
     list("choices", it.choices || []);
     const correctness = it.task === "correctness";
+    const golds = new Set((correctness ? [].concat(it.gold || []) : []).map((g) => String(g).trim().toLowerCase()));
+    Array.from($("choices").children).forEach((li, i) => {
+      const letter = String.fromCharCode(97 + i);
+      li.classList.toggle("gold", golds.has(letter) || golds.has(li.textContent.trim().toLowerCase()));
+    });
     $("answer-box").hidden = !correctness;
     $("gold-box").hidden = !correctness;
     $("pair-box").hidden = correctness;
@@ -307,11 +315,11 @@ def render_page(rows: Sequence[dict[str, Any]], title: str = "Label audit") -> s
       <div><h3>Reply 1</h3><div id="reply-a" class="text reply"></div></div>
       <div><h3>Reply 2</h3><div id="reply-b" class="text reply"></div></div>
     </div>
-    <div id="status" class="status"></div>
     <div class="buttons">
       <button id="yes" class="label yes"><kbd>1</kbd> <span id="yes-word">right</span></button>
       <button id="no" class="label no"><kbd>0</kbd> <span id="no-word">wrong</span></button>
       <button id="clear"><kbd>Backspace</kbd> clear</button>
+      <div id="status" class="status"></div>
     </div>
     <h3>Category (optional)</h3>
     <div id="categories" class="cats"></div>
