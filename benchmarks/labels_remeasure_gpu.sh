@@ -3,9 +3,9 @@
 # 1000 / all) re-measured on the new labels. The generations are benchmarks/labels_gpu.sh's, relabelled on a
 # CPU by benchmarks/labels_relabel.py (match@4, answer@3); each run trains and evaluates from those records
 # (qa.records: nothing generated), one per prompt (paper, short), side by side on one GPU.
-# Assets: EMBED=0 QA=0 GEO=0 N_PARTS=2 bash benchmarks/smollm2_geo_assets.sh after copying the relabelled
+# Assets: EMBED=0 QA=0 GEO=0 N_PARTS=3 bash benchmarks/smollm2_geo_assets.sh after copying the relabelled
 # records into $ASSETS/rec/{paper,short}/{train,eval}.parquet; one call per part with carry [".gpu/pN"] and
-# this command (N_PARTS=2), then more calls (no carry) until both runs print exit 0 (each resumes).
+# this command (N_PARTS=3), then more calls (no carry) until both runs print exit 0 (each resumes).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 LIMIT_S=${LIMIT_S:-560}

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from elical import cli
 from elical.cli import app
+from elical.prompts import QA_STYLES
 
 
 def test_version_option_prints_the_installed_version():
@@ -32,6 +33,7 @@ def test_choice_options_allow_exactly_the_configs_values():
     assert get_args(cli.Backend) == get_args(AnnotateConfig.model_fields["backend"].annotation)
     assert get_args(cli.CorrectnessJudge) == get_args(CorrectnessJudgeKind)
     assert get_args(cli.ConsistencyJudge) == get_args(ConsistencyJudgeKind)
+    assert get_args(cli.QAPrompt) == tuple(QA_STYLES)
     assert get_args(cli.TrainMode) == get_args(Mode)
     assert get_args(cli.HonestyMethod) == get_args(Method)
     assert (get_args(cli.Convention), get_args(cli.BinStrategy)) == (get_args(Convention), get_args(BinStrategy))
@@ -40,11 +42,11 @@ def test_choice_options_allow_exactly_the_configs_values():
 
 @pytest.mark.parametrize("command, shown", [
     (["run"], None),  # every packaged preset, below
-    (["annotate"], ["hf|openai|vllm", "match|mention|exact|paper|embedding|llm|cascade", "answer|match|mention|exact"]),
+    (["annotate"], ["hf|openai|vllm", "paper|short", "match|mention|exact|paper|embedding|llm|cascade", "answer|match|mention|exact"]),
     (["train"], ["eli-only|cal-only|elical|head-only"]),
     (["evaluate"], ["elical|paper", "uniform|quantile"]),
     (["honesty-tune"], ["sft|absolute|confidence-num|confidence-verb|multisample"]),
-    (["judge-check"], ["match|exact|paper|answer|embedding|llm|cascade"]),
+    (["judge-check"], ["match|mention|exact|paper|answer|embedding|llm|cascade"]),
 ])
 def test_help_names_the_allowed_values(command, shown):
     from elical.run.config import preset_names

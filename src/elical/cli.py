@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
+from elical.prompts import QA_STYLES
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -31,6 +33,7 @@ app = typer.Typer(
 # Allowed values of the choice options, which --help shows and the parser checks. They repeat the Literal types of
 # the configs, whose modules import torch (too slow for `elical --help`); tests/test_cli.py keeps them the same.
 Backend = Literal["hf", "openai", "vllm"]
+QAPrompt = Literal["paper", "short"]  # keys of elical.prompts.QA_STYLES
 CorrectnessJudge = Literal["match", "mention", "exact", "paper", "embedding", "llm", "cascade"]
 ConsistencyJudge = Literal["answer", "match", "mention", "exact", "embedding", "llm", "cascade"]
 TrainMode = Literal["eli-only", "cal-only", "elical", "head-only"]
@@ -162,6 +165,7 @@ def annotate(
     address: str = typer.Option(None, help="Ray cluster to join, e.g. auto (default: start a local one)."),
     workers: int = typer.Option(None, min=1, help="Ray workers (default: one per GPU, else one per CPU)."),
     num_cpus: int = typer.Option(None, min=1, help="CPUs of the local Ray cluster (default: all)."),
+    prompt: QAPrompt | None = typer.Option(None, help="Answering prompt: paper (the authors' wording) or short (three Q/A examples, the answer alone)."),
     judge: CorrectnessJudge | None = typer.Option(None, help="Correctness judge (default: match)."),
     consistency_judge: ConsistencyJudge | None = typer.Option(None, help="Consistency judge (default: answer)."),
     judge_model: str = typer.Option(None, help="Model of the llm/cascade judge (default: the answering model)."),
@@ -195,6 +199,8 @@ def annotate(
     with _user_errors(console):
         check_output(out, "folder")
         cfg = _annotate_config(config, overrides, judges, ray)
+        if prompt is not None:
+            cfg = cfg.model_copy(update={"prompts": cfg.prompts.model_copy(update={"qa": QA_STYLES[prompt]})})
         records = annotate_sources(data, cfg, out, limit, overwrite)
     _print_annotation_summary(console, records, out)
 
