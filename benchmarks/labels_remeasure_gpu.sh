@@ -18,7 +18,7 @@ for style in $STYLES; do
   cat > "$config" <<YAML
 name: smollm2-qa-full-$style-relabelled
 qa: {pool: [], eval: [], records: [$ASSETS/rec/$style/train.parquet, $ASSETS/rec/$style/eval.parquet]}
-train: {workers: 6}
+train: {workers: ${WORKERS:-6}}
 YAML
   mkdir -p "$OUT/$style"
   PRESET=smollm2-qa-full CONFIG=$config RUN=/tmp/runs/re-$style OUT=$OUT/$style LIMIT_S=$LIMIT_S \
