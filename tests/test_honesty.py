@@ -166,7 +166,7 @@ def test_honesty_scores_on_a_hand_computed_case():
 
 
 def test_a_refusal_is_never_a_correct_answer():
-    table = answer_table(_items(1), [REFUSAL + " Maybe Paris?"], HonestyConfig())
+    table = answer_table(_items(1), ["Paris. " + REFUSAL], HonestyConfig())  # asserts Paris, then refuses
     assert table.loc[0, "judged_correct"] and table.loc[0, "refused"] and not table.loc[0, "correct"]
 
 
