@@ -147,6 +147,27 @@ def test_micro_batcher_scores_concurrent_requests_in_one_pass():
     assert len(calls) == 1 and len(calls[0]) == 10
 
 
+def test_one_bad_request_fails_alone():
+    """A pass that fails is retried request by request: the others batched with the bad one get their scores."""
+    def score(questions: list[str]) -> list[float]:
+        if any("poison" in q for q in questions):
+            raise ValueError("cannot score this")
+        return [len(q) / 10 for q in questions]
+
+    async def main() -> list[object]:
+        batcher = MicroBatcher(score, max_questions=64, max_wait_ms=20)
+        await batcher.start()
+        try:
+            asks = [["a" * i] for i in range(1, 5)] + [["poison"]] + [["bb"]]
+            return await asyncio.gather(*(batcher.confidence(q) for q in asks), return_exceptions=True)
+        finally:
+            await batcher.stop()
+
+    results = asyncio.run(main())
+    assert results[:4] == [[i / 10] for i in range(1, 5)] and results[5] == [0.2]
+    assert isinstance(results[4], ValueError)
+
+
 def test_health_models_and_confidence(servers, confidences):
     local, _ = servers
     health = httpx.get(f"{local.url}/health").json()
@@ -236,6 +257,18 @@ def test_bad_requests_get_a_4xx_json_error(servers, path, body, status, message)
     error = response.json()["error"]
     assert message in error["message"] and error["type"] == "invalid_request_error"
     assert "Traceback" not in response.text
+
+
+@pytest.mark.parametrize("path, raw, message", [
+    ("/v1/confidence", rb'{"questions": ["ok", "bad \ud800"]}', "questions.1: is not valid Unicode text"),
+    ("/v1/chat/completions", rb'{"messages": [{"role": "user", "content": "\ud800?"}]}', "not valid Unicode text"),
+])
+def test_text_that_is_not_unicode_is_a_400(servers, path, raw, message):
+    """JSON may escape a lone surrogate, which no tokenizer reads: the request fails alone, with a 400."""
+    local, _ = servers
+    response = httpx.post(f"{local.url}{path}", content=raw, headers={"content-type": "application/json"}, timeout=60)
+    assert response.status_code == 400 and message in response.json()["error"]["message"], response.text
+    assert local.post("/v1/confidence", {"questions": ["ok"]}).status_code == 200
 
 
 def test_unparsable_body_and_unknown_route(servers):

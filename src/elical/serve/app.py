@@ -40,6 +40,10 @@ Retrieve = Callable[[str], list[str]]
 def _not_blank(text: str) -> str:
     if not text.strip():
         raise ValueError("must not be blank")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:  # a lone surrogate ("\ud800") is no text a tokenizer can read
+        raise ValueError(f"is not valid Unicode text (at character {err.start}: {text[err.start]!r})") from None
     return text
 
 
@@ -152,8 +156,10 @@ def last_user_question(messages: list[ChatMessage]) -> str:
     if not users:
         raise HTTPException(400, "messages: no user message to answer")
     question = users[-1].text()
-    if not question.strip():
-        raise HTTPException(400, "messages: the last user message has no text")
+    try:
+        _not_blank(question)
+    except ValueError as err:
+        raise HTTPException(400, f"messages: the last user message {err}") from None
     return question
 
 

@@ -21,7 +21,8 @@ class _Pending:
 class MicroBatcher:
     """Collects requests for up to ``max_wait_ms`` or ``max_questions`` questions, then runs ``scorer``
     once on all of them in a worker thread (the event loop keeps serving) and hands each request its
-    share. One batch runs at a time, so the model is never used by two threads at once."""
+    share. One batch runs at a time, so the model is never used by two threads at once. Where a pass
+    fails, each request of it is scored alone: a bad request fails by itself."""
 
     def __init__(self, scorer: Scorer, max_questions: int = 64, max_wait_ms: float = 5.0) -> None:
         if max_questions < 1 or max_wait_ms < 0:
@@ -66,22 +67,39 @@ class MicroBatcher:
             size += len(batch[-1].questions)
         return batch
 
+    async def _score(self, questions: list[str]) -> list[float]:
+        """One pass of the scorer in a worker thread."""
+        scores = [float(s) for s in await asyncio.to_thread(self.scorer, questions)]
+        self.passes += 1
+        self.scored += len(questions)
+        return scores
+
     async def _run(self) -> None:
         assert self._queue is not None
         while True:
             batch = await self._collect(self._queue)
-            questions = [q for item in batch for q in item.questions]
             try:
-                scores = [float(s) for s in await asyncio.to_thread(self.scorer, questions)]
-            except Exception as err:  # noqa: BLE001 - handed to every waiting request, the worker lives on
-                for item in batch:
-                    if not item.future.done():
-                        item.future.set_exception(err)
+                scores = await self._score([q for item in batch for q in item.questions])
+            except Exception as err:  # noqa: BLE001 - the worker lives on
+                await self._one_by_one(batch, err)
                 continue
-            self.passes += 1
-            self.scored += len(questions)
             start = 0
             for item in batch:
                 if not item.future.done():  # a request whose client went away is skipped
                     item.future.set_result(scores[start : start + len(item.questions)])
                 start += len(item.questions)
+
+    async def _one_by_one(self, batch: list[_Pending], err: Exception) -> None:
+        """After a failed pass, each request of the batch on its own, so that one bad request fails alone
+        and the others batched with it get their confidences."""
+        if len(batch) == 1:
+            if not batch[0].future.done():
+                batch[0].future.set_exception(err)
+            return
+        for item in batch:
+            if item.future.done():
+                continue
+            try:
+                item.future.set_result(await self._score(item.questions))
+            except Exception as own:  # noqa: BLE001 - handed to this request only
+                item.future.set_exception(own)
