@@ -306,6 +306,11 @@ def test_server_errors_never_show_url_credentials():
     ("http://host/v1?api_key=abc&x=1", "http://host/v1?api_key=***&x=1"),
     ("Bearer sk-secret in a message", "Bearer *** in a message"),
     ("http://host:8000/v1", "http://host:8000/v1"),
+    ("http://user:p@ss-SECRET2@host/v1 failed", "http://***@host/v1 failed"),  # a password holding "@"
+    ("http://host/v1/x@y", "http://host/v1/x@y"),  # an "@" in the path is no credential
+    ("401: WWW-Authenticate said Authorization: Basic dXNlcjpTRUNSRVQ=", "401: WWW-Authenticate said Authorization: Basic ***"),
+    ("echo: bearer abc.def-ghi", "echo: bearer ***"),
+    ("Basic authentication failed; Bearer tokens expire", "Basic authentication failed; Bearer tokens expire"),
 ])
 def test_redact(text, expected):
     from elical.redact import redact
