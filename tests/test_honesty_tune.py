@@ -207,3 +207,21 @@ def test_run_plan_adds_puqa_and_caps_tuning_questions(tiny_tokenizer, tmp_path):
     assert rows.loc[(GATE_METHOD, "puqa"), "prudence"] == 1.0 and rows.loc[(GATE_METHOD, "puqa"), "n"] == 2
     assert rows.loc[(GATE_METHOD, "d"), "refusal_rate"] == 0.0
     assert json.loads((tmp_path / "out" / "absolute" / "tune_meta.json").read_text())["data"]["questions"] == 3
+
+
+def test_honesty_eval_refuses_a_pickled_adapter_before_loading_anything(tmp_path):
+    """An adapter_model.bin is a pickle: refused with the conversion named, nothing written."""
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    (adapter / "adapter_model.bin").write_bytes(b"\x80\x04not loaded")
+    write_records(_records(2), tmp_path / "eval.jsonl")
+    result = CliRunner().invoke(app, ["honesty-eval", "--adapter", str(adapter), "--out", str(tmp_path / "out"),
+                                      "--model", "smollm2", "--records", str(tmp_path / "eval.jsonl")])
+    assert result.exit_code == 2, result.output
+    assert "adapter_model.bin" in result.output and "safe_serialization=True" in result.output
+    assert not (tmp_path / "out").exists()

@@ -86,6 +86,11 @@ def eval_from_files(
         raise ValueError("the EliCal gate needs --val-records (tau is chosen on a validation split, never the evaluated set)")
     if not Path(adapter, "adapter_config.json").exists():
         raise FileNotFoundError(f"no peft adapter in {adapter} (expected adapter_config.json; honesty-tune writes OUT/adapter)")
+    if not Path(adapter, "adapter_model.safetensors").exists():  # never unpickle a file someone sent
+        found = " (it holds a pickled adapter_model.bin)" if Path(adapter, "adapter_model.bin").exists() else ""
+        raise ValueError(f"{adapter}: no adapter_model.safetensors{found}; elical loads safetensors adapters only: "
+                         "convert with peft (PeftModel.from_pretrained(...).save_pretrained(dir, safe_serialization=True)) "
+                         "on a machine that trusts the file")
     val = read_records(list(val_records)) if predictions else []
     lm, tokenizer, _ = load_model(model, device=config.tune.device)
     method = _method_of(adapter) or "aligned"
