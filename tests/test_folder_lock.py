@@ -81,7 +81,7 @@ def _world_questions(path: Path, n: int) -> None:
     path.write_text("".join(json.dumps({"question": it.question, "answer": it.answers}) + "\n" for it in items[:n]))
 
 
-@pytest.mark.parametrize("command", ["annotate", "train", "run", "honesty-tune"])
+@pytest.mark.parametrize("command", ["annotate", "train", "run", "honesty-tune", "evaluate"])
 def test_every_writing_command_exits_2_naming_the_holder(tmp_path, holder, command):
     from typer.testing import CliRunner
 
@@ -92,7 +92,13 @@ def test_every_writing_command_exits_2_naming_the_holder(tmp_path, holder, comma
     data = tmp_path / "data.jsonl"
     data.write_text(json.dumps({"question": "Who?", "answer": ["x"]}) + "\n")
     model = str(default_lm_path())
+    from elical.records import Record, write_records
+
+    records = tmp_path / "records.jsonl"
+    write_records([Record("Who?", ["x"], greedy_response="x", greedy_correct=1, dataset="d"),
+                   Record("Why?", ["y"], greedy_response="z", greedy_correct=0, dataset="d")], records)
     args = {"annotate": ["annotate", str(data), "--out", str(out), "--model", model, "--k", "1"],
+            "evaluate": ["evaluate", str(records), "--out", str(out), "--methods", "Consis-Lex"],
             "train": ["train", str(data), "--out", str(out), "--model", model],
             "run": ["run", "--out", str(out)],
             "honesty-tune": ["honesty-tune", str(data), "--out", str(out)]}[command]

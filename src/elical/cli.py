@@ -98,7 +98,7 @@ def evaluate(
     methods: str = typer.Option(None, help="Comma-separated baselines (default: every one the records support)."),
     resamples: int = typer.Option(200, help="Bootstrap resamples for the confidence intervals."),
     seed: int = typer.Option(0, help="Seed for bootstrap and alignment splits."),
-    ece_bins: int = typer.Option(10, help="Number of ECE bins."),
+    ece_bins: int = typer.Option(10, min=1, max=10_000, help="Number of ECE bins."),
     ece_strategy: BinStrategy = typer.Option("uniform", help="ECE binning: uniform (equal width) or quantile (equal mass)."),
     alignment_repeats: int = typer.Option(10, help="Random 20/80 threshold splits averaged for alignment."),
     convention: Convention = typer.Option("elical", help="'paper' reproduces the authors' ECE and alignment choices."),
@@ -111,6 +111,7 @@ def evaluate(
 
     from elical.evaluate import EvalConfig
     from elical.evaluate import evaluate as run_evaluation
+    from elical.folder_lock import folder_lock
     from elical.inputs import check_output
     from elical.predictions import read_predictions, unmatched_note
     from elical.records import read_records
@@ -129,7 +130,7 @@ def evaluate(
         loaded = read_records(records, skip_invalid=skip_invalid, require=("greedy_correctness",))
         preds = [read_predictions(p) for p in predictions]
         ids = {r.id for r in loaded}
-        with console.status(f"Evaluating {len(loaded)} records ..."):
+        with folder_lock(out), console.status(f"Evaluating {len(loaded)} records ..."):  # one writer per folder
             evaluation = run_evaluation(loaded, preds, config)
             evaluation.notes[:0] = [note for p in preds if (note := unmatched_note(p, ids))]
             written = write_evaluation(evaluation, out, {"records": [str(p) for p in records],
