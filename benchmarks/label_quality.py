@@ -61,7 +61,7 @@ def main() -> None:
             tables[name] = rows_q
             overall = rows_q[0]
 
-            def cell(k: str) -> str:
+            def cell(k: str, overall: dict = overall) -> str:
                 return f"{100 * overall[k]:.1f} [{100 * overall[k + '_low']:.1f}, {100 * overall[k + '_high']:.1f}]"
 
             summary.append(f"| {name} | {cell('error')} | {cell('precision')} | {cell('recall')} | "

@@ -85,7 +85,7 @@ def main() -> None:
         cells[row.method][(row.labels, row.subset, row.group)] = row.mean
         seeds[row.method] = row.count
     for method, got in cells.items():
-        def cell(key: tuple[str, str, str]) -> str:
+        def cell(key: tuple[str, str, str], got: dict = got) -> str:
             return f"{got[key]:.3f}" if key in got and not np.isnan(got[key]) else "-"
         lines.append(f"| {method} | {seeds[method]} | " + " | ".join(
             cell(k) for k in [("old", "all", "in-domain"), ("new", "all", "in-domain"), ("new", "no comparison", "in-domain"),

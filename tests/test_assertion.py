@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from elical.annotate.assertion import asserts_gold, chosen_option, choice_of, gives_no_answer, question_options
+from elical.annotate.assertion import (
+    asserts_gold,
+    choice_of,
+    chosen_option,
+    gives_no_answer,
+    question_options,
+)
 from elical.annotate.judges import JudgeQuery, MatchJudge, MentionJudge, extract_choice
 
 BORN = "Who was born later, Marc De Clerck or Wieslaw Perszke?"

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from elical.annotate.consistency import (
     _NUMBER_WORDS,
@@ -44,27 +45,29 @@ from elical.annotate.text import Token, alias_tokens, contains, token_matches, t
 
 # verbs that end a sentence's subject: copulas, auxiliaries, and words that read as past participles
 _VERBS = frozenset(
-    "is are was were be been has have had does did do can could will would may might must shall should "
-    "became becomes become remains remained".split()
+    ["is", "are", "was", "were", "be", "been", "has", "have", "had", "does", "did", "do", "can", "could", "will", "would", "may", "might", "must", "shall", "should", "became", "becomes", "become", "remains", "remained"]
 )
-_NEGATIONS = frozenset("not no never neither nor without".split())
-_CONNECTORS = frozenset("of the de da di del der von van la le du des y and".split())  # inside names
+_NEGATIONS = frozenset(["not", "no", "never", "neither", "nor", "without"])
+_CONNECTORS = frozenset(["of", "the", "de", "da", "di", "del", "der", "von", "van", "la", "le", "du", "des", "y", "and"])  # inside names
 # comparatives whose opposite hands a "than" comparison to its other side
-_OPPOSITES = {
-    "older": "younger", "earlier": "later", "first": "later", "longer": "shorter", "more": "less",
-    "larger": "smaller", "bigger": "smaller", "higher": "lower", "taller": "shorter", "before": "after",
-    "sooner": "later", "elder": "younger", "faster": "slower", "closer": "farther", "further": "closer",
-    "older": "newer", "oldest": "youngest", "recently": "earlier", "recent": "older",
-}
+_OPPOSITES = (
+    ("older", "younger"), ("elder", "younger"), ("oldest", "youngest"), ("older", "newer"), ("earlier", "later"),
+    ("first", "later"), ("before", "after"), ("sooner", "later"), ("recently", "earlier"), ("recent", "older"),
+    ("longer", "shorter"), ("taller", "shorter"), ("more", "less"), ("larger", "smaller"), ("bigger", "smaller"),
+    ("higher", "lower"), ("faster", "slower"), ("closer", "farther"), ("further", "closer"),
+)
 _ANTONYM: dict[str, set[str]] = {}
-for _a, _b in _OPPOSITES.items():
+for _a, _b in _OPPOSITES:
     _ANTONYM.setdefault(_a, set()).add(_b)
     _ANTONYM.setdefault(_b, set()).add(_a)
 # words that announce an answer without saying anything of it ("The answer I'm referring to is X")
-_ANNOUNCING = frozenset("answer question correct referring mentioned talking one option choice called named mean title i m".split())
+_ANNOUNCING = frozenset(
+    ["answer", "question", "correct", "referring", "mentioned", "talking", "one", "option", "choice", "called", "named", "mean", "title", "i", "m"]
+)
 # capitalized only because they start a sentence: never a name
-_STARTERS = FUNCTION_WORDS | frozenset("about approximately around over nearly almost roughly according based here yes no "
-                                       "sure well however also in on".split())
+_STARTERS = FUNCTION_WORDS | frozenset(
+    ["about", "approximately", "around", "over", "nearly", "almost", "roughly", "according", "based", "here", "yes", "no", "sure", "well", "however", "also", "in", "on"]
+)
 _SEPARATOR = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|&)\s+", re.IGNORECASE)
 _LIST_JOIN = re.compile(r"\b(?:and|or)\b|&", re.IGNORECASE)
 _NAME = re.compile(r"^(?:the\s+)?(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y|and)\s+)*[A-Z0-9][\w'’.\-]*)*")
@@ -173,7 +176,7 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
         return None
     mentions.sort()
     restated = set()
-    for (p1, e1, o1), (p2, e2, o2) in zip(mentions, mentions[1:]):
+    for (p1, e1, o1), (p2, _, o2) in pairwise(mentions):
         between = words[e1:p2]
         if o1 != o2 and len(between) <= 1 and all(w in ("or", "and") for w in between):
             restated |= {p1, p2}
@@ -347,7 +350,7 @@ def _says_nothing(sentence: str) -> bool:
 # ---------------------------------------------------------------------------- consistency
 
 SHORT_SLOT = 2  # answer-slot words up to which a reply gives an answer to compare (longer: a statement)
-_YES_NO_START = frozenset("is are was were do does did can could has have had will would should".split())
+_YES_NO_START = frozenset(["is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would", "should"])
 _NO_ANSWER = re.compile(
     r"\b(?:i'?m sorry|i am sorry|i apologi[sz]e|i don'?t know|i do not know|i cannot|i can'?t|i'?m not (?:sure|able|aware)"
     r"|i am not (?:sure|able|aware)|unable to|not possible to|no (?:information|answer|record)|not (?:known|available|specified|mentioned)"
