@@ -94,6 +94,7 @@ CASES = [
     ("ece-strategy", "evaluate {in}/nq_test.jsonl --out {out} --ece-strategy bogus", ["'--ece-strategy'", "'bogus'"]),
     ("resamples-0", "evaluate {in}/nq_test.jsonl --out {out} --resamples 0", ["n_resamples", "at least 1"]),
     ("ece-bins-0", "evaluate {in}/nq_test.jsonl --out {out} --ece-bins 0", ["ece_bins", "at least 1"]),
+    ("ece-bins-huge", "evaluate {in}/nq_test.jsonl --out {out} --ece-bins 1000000000", ["ece_bins", "at most 10000"]),
     # devices, sizes, steps, limits
     ("annotate-device", "annotate {in}/qa.jsonl --out {out} --model {lm} --device tpu9", ["device:", "'tpu9'"]),
     ("honesty-device", "honesty-tune {in}/nq_test.jsonl --out {out} --model {lm} --device tpu9", ["tune.device:", "'tpu9'"]),

@@ -37,6 +37,9 @@ AVERAGE = "average"
 COLUMNS = ["method", "dataset", "group", "metric", "value", "ci_low", "ci_high"]
 
 
+MAX_ECE_BINS = 10_000
+
+
 class EvalConfig(BaseModel):
     """Settings of an evaluation (the ``evaluate:`` section of a run); written beside its results."""
 
@@ -59,6 +62,13 @@ class EvalConfig(BaseModel):
     def _at_least_one(cls, value: int) -> int:
         if value < 1:
             raise ValueError(f"must be at least 1, got {value}")
+        return value
+
+    @field_validator("ece_bins")
+    @classmethod
+    def _bins_fit(cls, value: int) -> int:
+        if value > MAX_ECE_BINS:  # each bin is an array slot per bootstrap resample: 10**9 exhausts memory
+            raise ValueError(f"must be at most {MAX_ECE_BINS}, got {value}")
         return value
 
     @field_validator("level", "alignment_fraction")
