@@ -6,9 +6,11 @@ the alias fills the answer's slot of the question. The rules, each general:
 1. **Choice questions.** Where a gold alias is one of the alternatives the question offers ("Who was
    born later, A or B?", "... out of A and B?"), the reply answers with the option it *chooses*: the
    first option it names, leaving out mentions that restate the alternatives ("A or B", "both A and
-   B") and negated ones ("not A"). "A is older than B" chooses A for "who is older" and B for "who is
-   younger" (a comparative the antonym of the question's hands the choice to the other side of
-   "than"). The reply is right only if it chooses the gold option.
+   B") and negated ones ("not A"), where the sentence also states the comparison or only announces
+   the option ("The answer is A"); naming one option without choosing it ("A is a 1999 film") or both
+   without a comparison chooses nothing. "A is older than B" chooses A for "who is older" and B for
+   "who is younger" (a comparative the antonym of the question's hands the choice to the other side
+   of "than"). The reply is right only if it chooses the gold option.
 2. **Restated, not answered.** An alias that the question itself names is found in any reply that
    restates the question. Such an occurrence counts only where the reply does not merely repeat it:
    not in the subject of its sentence (before the sentence's first verb), and not next to the same
@@ -16,13 +18,15 @@ the alias fills the answer's slot of the question. The rules, each general:
 3. **Context, not answer.** An alias in the subject of a sentence counts only where what the sentence
    says of it restates the question ("Paris is the capital of France" answers "What is the capital of
    France?"; "The United States is the largest economy" does not answer "What is X's nationality?").
-4. **Negated.** "not X", "no X", "never X" do not assert X.
+4. **Negated, or part of another name.** "not X", "no X", "never X" do not assert X; nor does an
+   alias the question names inside a longer name ("the Blackburn Shipbuilding Company").
 5. **Lists.** An alias that is one member of a list of names with a conjunction ("China, Vietnam, and
    the Philippines", "Ghana or Togo") counts only if every member is a gold alias.
 
-A yes/no gold is asserted by the reply's first "yes" or "no". The rules read only the reply's
-sentences up to the first that asserts nothing beyond the question ("The answer to this question is:"
-is followed by the answer).
+A yes/no gold is asserted by the reply's first "yes" or "no". The rules read the reply's sentences
+up to the first that says something beyond the question (an announcement such as "The answer to this
+question is:" is read past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
+two replies are the same answer only where both assert one and it is the same one.
 """
 
 from __future__ import annotations
