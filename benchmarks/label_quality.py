@@ -17,18 +17,11 @@ import platform
 from pathlib import Path
 
 from elical.annotate.config import AnnotateConfig
+from elical.annotate.judge_check import read_pairs
 from elical.annotate.judge_factory import judge_maker
-from elical.annotate.judges import JudgeQuery
 from elical.audit.score import Labelled, quality_table, render_quality
 
 JUDGES = {"correctness": ("mention", "match", "exact", "paper"), "consistency": ("answer", "match", "mention")}
-
-
-def query(row: dict) -> JudgeQuery:
-    choices = tuple(row["choices"]) if row.get("choices") else None
-    if row["task"] == "correctness":
-        return JudgeQuery("correctness", row["question"], row["answer"], tuple(row["gold"]), choices)
-    return JudgeQuery("consistency", row["question"], row["a"], (row["b"],), choices)
 
 
 def labelled(rows: list[dict], decisions: list[bool]) -> list[Labelled]:
@@ -47,9 +40,10 @@ def main() -> None:
     for path in sorted(Path(args.sets).glob("*.jsonl")):
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         task = rows[0]["task"]
-        queries = [query(r) for r in rows]
-        lines += [f"## {path.name}: {len(rows)} {task} items, {len({r['dataset'] for r in rows})} datasets, "
-                  f"{sum(r['label'] for r in rows)} labelled 1", ""]
+        queries = [pair.query for pair in read_pairs(path)]  # a labelled sheet is a judge-check pair file
+        heading = (f"## {path.name}: {len(rows)} {task} items, {len({r['dataset'] for r in rows})} datasets, "
+                   f"{sum(r['label'] for r in rows)} labelled 1")
+        lines += [heading, ""]
         summary = ["| judge | error | precision | recall | judged positive | labelled positive |", "|---|---|---|---|---|---|"]
         decided = {f"run's judge ({rows[0]['judge']})": [bool(r["decision"]) for r in rows]}
         for name in JUDGES[task]:

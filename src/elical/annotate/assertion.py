@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 
 from elical.annotate.consistency import (
@@ -48,11 +49,17 @@ from elical.annotate.consistency import (
 from elical.annotate.text import Token, alias_tokens, contains, token_matches, tokenize
 
 # verbs that end a sentence's subject: copulas, auxiliaries, and words that read as past participles
-_VERBS = frozenset(
-    ["is", "are", "was", "were", "be", "been", "has", "have", "had", "does", "did", "do", "can", "could", "will", "would", "may", "might", "must", "shall", "should", "became", "becomes", "become", "remains", "remained"]
-)
-_NEGATIONS = frozenset(["not", "no", "never", "neither", "nor", "without"])
-_CONNECTORS = frozenset(["of", "the", "de", "da", "di", "del", "der", "von", "van", "la", "le", "du", "des", "y", "and"])  # inside names
+_VERBS = frozenset([
+    "is", "are", "was", "were", "be", "been", "has", "have", "had", "does", "did", "do", "can", "could",
+    "will", "would", "may", "might", "must", "shall", "should", "became", "becomes", "become", "remains",
+    "remained"
+])
+_NEGATIONS = frozenset([
+    "not", "no", "never", "neither", "nor", "without"
+])
+_CONNECTORS = frozenset([
+    "of", "the", "de", "da", "di", "del", "der", "von", "van", "la", "le", "du", "des", "y", "and"
+])  # inside names
 # comparatives whose opposite hands a "than" comparison to its other side
 _OPPOSITES = (
     ("older", "younger"), ("elder", "younger"), ("oldest", "youngest"), ("older", "newer"), ("earlier", "later"),
@@ -65,13 +72,15 @@ for _a, _b in _OPPOSITES:
     _ANTONYM.setdefault(_a, set()).add(_b)
     _ANTONYM.setdefault(_b, set()).add(_a)
 # words that announce an answer without saying anything of it ("The answer I'm referring to is X")
-_ANNOUNCING = frozenset(
-    ["answer", "question", "correct", "referring", "mentioned", "talking", "one", "option", "choice", "called", "named", "mean", "title", "i", "m"]
-)
+_ANNOUNCING = frozenset([
+    "answer", "question", "correct", "referring", "mentioned", "talking", "one", "option", "choice", "called",
+    "named", "mean", "title", "i", "m"
+])
 # capitalized only because they start a sentence: never a name
-_STARTERS = FUNCTION_WORDS | frozenset(
-    ["about", "approximately", "around", "over", "nearly", "almost", "roughly", "according", "based", "here", "yes", "no", "sure", "well", "however", "also", "in", "on"]
-)
+_STARTERS = FUNCTION_WORDS | frozenset([
+    "about", "approximately", "around", "over", "nearly", "almost", "roughly", "according", "based", "here",
+    "yes", "no", "sure", "well", "however", "also", "in", "on"
+])
 _SEPARATOR = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|&)\s+", re.IGNORECASE)
 _LIST_JOIN = re.compile(r"\b(?:and|or)\b|&", re.IGNORECASE)
 _NAME = re.compile(r"^(?:the\s+)?(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y|and)\s+)*[A-Z0-9][\w'’.\-]*)*")
@@ -139,22 +148,24 @@ def _option_beside(question: str, start: int, end: int) -> str | None:
     return None
 
 
+def _comparative(question: str) -> str | None:
+    """The question's first comparative word with an opposite ("later", "older"), if any."""
+    return next((t.text for t in tokenize(question) if t.text in _ANTONYM), None)
+
+
 def choice_of(question: str, aliases: Sequence[str]) -> tuple[Choice, int] | None:
     """(the choice the question offers, the index of the gold option) where a gold alias is one of two
     alternatives joined by "or"/"and" in the question; None for other questions."""
-    folded = question
     for alias in aliases:
         if not alias.strip():
             continue
-        for found in re.finditer(re.escape(alias.strip()), folded, re.IGNORECASE):
-            other = _option_beside(folded, found.start(), found.end())
+        for found in re.finditer(re.escape(alias.strip()), question, re.IGNORECASE):
+            other = _option_beside(question, found.start(), found.end())
             if other and tokenize(other) and tokenize(other) != tokenize(alias):
                 gold, rival = alias_tokens(alias), alias_tokens(other)
                 if not gold or not rival or contains(gold, rival) or contains(rival, gold):
                     continue
-                words = [t.text for t in tokenize(question)]
-                comparative = next((w for w in words if w in _ANTONYM), None)
-                return Choice((gold, rival), comparative), 0
+                return Choice((gold, rival), _comparative(question)), 0
     return None
 
 
@@ -354,7 +365,10 @@ def _says_nothing(sentence: str) -> bool:
 # ---------------------------------------------------------------------------- consistency
 
 SHORT_SLOT = 2  # answer-slot words up to which a reply gives an answer to compare (longer: a statement)
-_YES_NO_START = frozenset(["is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would", "should"])
+_YES_NO_START = frozenset([
+    "is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would",
+    "should"
+])
 _NO_ANSWER = re.compile(
     r"\b(?:i'?m sorry|i am sorry|i apologi[sz]e|i don'?t know|i do not know|i cannot|i can'?t|i'?m not (?:sure|able|aware)"
     r"|i am not (?:sure|able|aware)|unable to|not possible to|no (?:information|answer|record)|not (?:known|available|specified|mentioned)"
@@ -372,11 +386,11 @@ def question_options(question: str) -> Choice | None:
         if before and after and before.group().strip() and after.group().strip():
             left, right = alias_tokens(before.group().strip()), alias_tokens(after.group().strip())
             if left and right and left != right:
-                words = [t.text for t in tokenize(question)]
-                return Choice((left, right), next((w for w in words if w in _ANTONYM), None))
+                return Choice((left, right), _comparative(question))
     return None
 
 
+@lru_cache(maxsize=1 << 16)
 def _answering_sentence(question: str, reply: str) -> str | None:
     """The reply's first sentence that says something beyond the question; None where none does."""
     asked = {t.text for t in tokenize(question)}
@@ -414,6 +428,7 @@ class Slot:
         return [t for piece in self.pieces for t in piece]
 
 
+@lru_cache(maxsize=1 << 16)
 def answer_slot(question: str, sentence: str) -> Slot:
     """The words of a sentence that fill the question's answer slot: its content words the question
     lacks, from the predicate where the subject restates the question ("The capital of France is
@@ -436,8 +451,7 @@ def answer_slot(question: str, sentence: str) -> Slot:
         token = tokens[i] if i or tokens[i].text not in _STARTERS else Token(tokens[i].text, "lower")
         grouped.setdefault(owner[i], []).append(token)
     named = [k for k, words in grouped.items() if _named_run(words)]
-    listed = len(named) > 1 and any(re.search(r"\b(?:and|or)\b|&", joins[k - 1], re.IGNORECASE)
-                                    for k in named[1:] if 0 < k <= len(joins))
+    listed = len(named) > 1 and any(_LIST_JOIN.search(joins[k - 1]) for k in named[1:] if 0 < k <= len(joins))
     return Slot(tuple(tuple(grouped[k]) for k in sorted(grouped)), listed)
 
 

@@ -23,6 +23,7 @@ from typing import Literal, Protocol
 from elical.annotate.assertion import asserts_gold, compare_assertions
 from elical.annotate.consistency import compare_answers
 from elical.annotate.text import (
+    Token,
     alias_tokens,
     contains,
     drop_leading_article,
@@ -57,27 +58,27 @@ _LETTER_PATTERNS = [
 def extract_choice(answer: str, choices: Sequence[str], strict: bool = True) -> str | None:
     """The option letter an answer picks: a leading/quoted letter, else the one option it names.
     ``strict`` (the rules since match@4): an answer that picks two letters ("C. ... The answer is D"),
-    or a letter and the text of another option ("B. <option C's text>"), picks none."""
+    or a letter and the text of another option ("B. <option C's text>"), picks none; an option's text
+    counts only on the line that states the pick, not in the explanation after it."""
     letters = CHOICE_LETTERS[: len(choices)]
-    # strict: an option's text counts where the answer states its pick (its first line), not in the
-    # explanation after it ("A. Laws ... \n\nThe passage highlights suffrage")
-    text = tokenize(answer.strip().split("\n", 1)[0] if strict else answer)
-    named = [letters[i] for i, opt in enumerate(choices) if tokenize(opt) and contains(text, tokenize(opt))]
-    if strict:  # an option whose text lies inside another named option's is not named on its own
-        named = [x for x in named if not any(y != x and _inside(choices, x, y) for y in named)]
-    picked: list[str] = []
-    for pattern in _LETTER_PATTERNS:
-        found = pattern.finditer(answer) if strict else [m for m in [pattern.search(answer)] if m]
-        picked += [m.group(1) for m in found if m.group(1) in letters]
-        if picked and not strict:
-            return picked[0]
-    if not strict:
+    if not strict:  # the first letter pattern that matches, else the one option named anywhere
+        for pattern in _LETTER_PATTERNS:
+            match = pattern.search(answer)
+            if match and match.group(1) in letters:
+                return match.group(1)
+        named = _named_options(tokenize(answer), choices)
         return named[0] if len(named) == 1 else None
+    named = _named_options(tokenize(answer.strip().split("\n", 1)[0]), choices)
+    named = [x for x in named if not any(y != x and _inside(choices, x, y) for y in named)]
+    picked = {m.group(1) for pattern in _LETTER_PATTERNS for m in pattern.finditer(answer) if m.group(1) in letters}
     if picked:
-        if len(set(picked)) > 1 or any(x != picked[0] for x in named):
-            return None
-        return picked[0]
+        return picked.pop() if len(picked) == 1 and set(named) <= picked else None
     return named[0] if len(named) == 1 else None
+
+
+def _named_options(text: Sequence[Token], choices: Sequence[str]) -> list[str]:
+    """The letters of the options whose whole text occurs in the tokens."""
+    return [CHOICE_LETTERS[i] for i, opt in enumerate(choices) if contains(text, tokenize(opt))]
 
 
 def _inside(choices: Sequence[str], x: str, y: str) -> bool:

@@ -126,7 +126,7 @@ def annotate_batch(
     return records
 
 
-def record_queries(rec: Record) -> tuple[list[JudgeQuery], list[JudgeQuery]]:
+def _record_queries(rec: Record) -> tuple[list[JudgeQuery], list[JudgeQuery]]:
     """The judge queries of one answered record: correctness of the greedy answer and of each sample
     (against the gold aliases), consistency of each sample with the greedy answer."""
     choices = tuple(rec.extra["choices"]) if rec.extra.get("choices") else None
@@ -141,7 +141,7 @@ def judge_records(records: Sequence[Record], judges: Judges) -> None:
     correct_q: list[JudgeQuery] = []
     consist_q: list[JudgeQuery] = []
     for rec in records:
-        correct, consist = record_queries(rec)
+        correct, consist = _record_queries(rec)
         correct_q += correct
         consist_q += consist
     correct_v = judges.correctness.judge_batch(correct_q) if correct_q else []

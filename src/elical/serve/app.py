@@ -37,7 +37,8 @@ log = logging.getLogger("elical.serve")
 Retrieve = Callable[[str], list[str]]
 
 
-def _not_blank(text: str) -> str:
+def _readable_text(text: str) -> str:
+    """A question a tokenizer can read: not blank, and valid Unicode (no lone surrogate)."""
     if not text.strip():
         raise ValueError("must not be blank")
     try:
@@ -47,7 +48,7 @@ def _not_blank(text: str) -> str:
     return text
 
 
-Question = Annotated[str, AfterValidator(_not_blank)]
+Question = Annotated[str, AfterValidator(_readable_text)]
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def last_user_question(messages: list[ChatMessage]) -> str:
         raise HTTPException(400, "messages: no user message to answer")
     question = users[-1].text()
     try:
-        _not_blank(question)
+        _readable_text(question)
     except ValueError as err:
         raise HTTPException(400, f"messages: the last user message {err}") from None
     return question
