@@ -46,7 +46,8 @@ BORN = "Who was born later, Marc De Clerck or Wieslaw Perszke?"
         ("What is the capital of France?", "Paris is the capital of France.", ["Paris"], True),
         ("What is the capital of France?", "The capital of France is not Paris.", ["Paris"], False),
         ("What is the capital of France?", "The answer to this question is:\n\nParis.", ["Paris"], True),
-        ("What is Yoko Ono's citizenship?", "Yoko Ono is a Japanese artist.", ["Japan"], True),  # a form of the name
+        ("What is Yoko Ono's citizenship?", "Yoko Ono is a Japanese artist.", ["Japan"], False),  # a form alone
+        ("Which city is the capital of France?", "Parisian", ["Paris"], False),  # is not the name
         # yes / no
         ("Are Ian Brown and Dee Snider both singers?", "Yes, both are singers.", ["yes"], True),
         ("Are Ian Brown and Dee Snider both singers?", "No, only one of them sings. Yes, really.", ["yes"], False),

@@ -126,10 +126,25 @@ def _in(token: Token, others: Sequence[Token]) -> bool:
 
 @dataclass(frozen=True)
 class Choice:
-    """The alternatives a question offers (token sequences) and its comparative word, if any."""
+    """The alternatives a question offers (token sequences) and its comparison: the comparative word
+    and, for a degree word ("more", "less"), the word it grades ("more members")."""
 
     options: tuple[tuple[Token, ...], ...]
     comparative: str | None
+    graded: str | None = None
+
+    @property
+    def short_names(self) -> tuple[frozenset[str], ...]:
+        """Per option, the words that name it alone: capitalized words of at least four letters the
+        other options lack ("Feraoun" for "Mouloud Feraoun"; never the "Gould" two options share)."""
+        def own(index: int) -> frozenset[str]:
+            others = {t.text for j, opt in enumerate(self.options) if j != index for t in opt}
+            return frozenset(t.text for t in self.options[index] if t.case != "lower" and len(t.text) >= 4
+                             and t.text.isalpha() and t.text not in others and t.text not in _STARTERS)
+        return tuple(own(i) for i in range(len(self.options)))
+
+
+_DEGREE = frozenset(["more", "less", "fewer", "most", "least"])  # comparatives that grade the next word
 
 
 def _option_beside(question: str, start: int, end: int) -> str | None:
@@ -148,14 +163,26 @@ def _option_beside(question: str, start: int, end: int) -> str | None:
     return None
 
 
-def _comparative(question: str) -> str | None:
-    """The question's first comparative word with an opposite ("later", "older"), if any."""
-    return next((t.text for t in tokenize(question) if t.text in _ANTONYM), None)
+def _comparison(question: str) -> tuple[str | None, str | None]:
+    """The question's first comparative word with an opposite ("later", "older"), if any, and for a
+    degree word the content word it grades ("more" + "members")."""
+    tokens = tokenize(question)
+    for i, token in enumerate(tokens):
+        if token.text in _ANTONYM:
+            graded = next((t.text for t in tokens[i + 1 :] if t.text not in FUNCTION_WORDS), None)
+            return token.text, graded if token.text in _DEGREE else None
+    return None, None
+
+
+def _make_choice(options: tuple[tuple[Token, ...], ...], question: str) -> Choice:
+    return Choice(options, *_comparison(question))
 
 
 def choice_of(question: str, aliases: Sequence[str]) -> tuple[Choice, int] | None:
     """(the choice the question offers, the index of the gold option) where a gold alias is one of two
-    alternatives joined by "or"/"and" in the question; None for other questions."""
+    alternatives joined by "or"/"and" in the question, or where exactly one of the question's two
+    "A or B" alternatives is (inside) a gold alias ("Mr Mackenzie" for "Mr. Mackenzie"); None for other
+    questions."""
     for alias in aliases:
         if not alias.strip():
             continue
@@ -165,8 +192,22 @@ def choice_of(question: str, aliases: Sequence[str]) -> tuple[Choice, int] | Non
                 gold, rival = alias_tokens(alias), alias_tokens(other)
                 if not gold or not rival or contains(gold, rival) or contains(rival, gold):
                     continue
-                return Choice((gold, rival), _comparative(question)), 0
-    return None
+                return _make_choice((gold, rival), question), 0
+    offered = question_options(question)
+    if offered is None:
+        return None
+    golden = [i for i, option in enumerate(offered.options) if _is_gold_text(option, aliases)]
+    return (offered, golden[0]) if len(golden) == 1 else None
+
+
+def _is_gold_text(option: Sequence[Token], aliases: Sequence[str]) -> bool:
+    """Whether an option's words are a gold alias's, or lie inside one, case aside."""
+    words = [t.text for t in option]
+    for alias in aliases:
+        gold = [t.text for t in alias_tokens(alias)]
+        if gold and any(gold[i : i + len(words)] == words for i in range(len(gold) - len(words) + 1)):
+            return True
+    return False
 
 
 def chosen_option(question: str, reply: str, choice: Choice) -> int | None:
@@ -179,36 +220,102 @@ def chosen_option(question: str, reply: str, choice: Choice) -> int | None:
     return None
 
 
+def _mentions(tokens: Sequence[Token], choice: Choice) -> list[tuple[int, int, int]]:
+    """(position, end, option) of each option the tokens name: by its whole name, else (where the
+    sentence never names it whole) by a word that names it alone."""
+    mentions: list[tuple[int, int, int]] = []
+    for index, (words_of_option, short) in enumerate(zip(choice.options, choice.short_names)):
+        whole = [(p, p + len(words_of_option), index) for p in _find(tokens, words_of_option)]
+        mentions += whole or [(p, p + 1, index) for p, t in enumerate(tokens) if t.text in short and t.case != "lower"]
+    return sorted(mentions)
+
+
+def _compares(words: Sequence[str], choice: Choice, asked: Sequence[Token]) -> bool | None:
+    """Whether the words state the question's comparison (None: they do not), and if so, whether in
+    its opposite sense (True: "younger" for "who is older"). The question's comparative or an opposite
+    states it; a word of the same sense ("first" for "earlier") only beside a word of the question's
+    own ("died first"); a degree word only grading the question's word ("more members")."""
+    question = choice.comparative
+    if not question:
+        return None
+    opposites = _ANTONYM.get(question, set())
+    shares_predicate = any(w not in FUNCTION_WORDS and any(same_word(w, a.text) for a in asked) for w in words)
+    for i, word in enumerate(words):
+        same_sense = word == question or (shares_predicate and bool(_ANTONYM.get(word, set()) & opposites))
+        if not same_sense and word not in opposites:
+            continue
+        if word in _DEGREE and choice.graded:
+            graded = next((w for w in words[i + 1 :] if w not in FUNCTION_WORDS), None)
+            if graded is None or not same_word(graded, choice.graded):
+                continue
+        return not same_sense
+    return None
+
+
+def _under(option: int, opposite: bool | None, choice: Choice) -> int:
+    """The option chosen where the comparison (``opposite``: in the opposite sense) is said of ``option``;
+    -1 where no comparison is said."""
+    if opposite is None:
+        return -1
+    if opposite:
+        return 1 - option if len(choice.options) == 2 else -1
+    return option
+
+
+_CLAUSE_JOIN = frozenset(["and", "but", "while", "whereas"])
+_COMPARED_TO = re.compile(r"^(?:than|compared (?:to|with)|in comparison (?:to|with)|unlike)$")
+
+
+def _lead_in(asked: Sequence[Token], choice: Choice) -> tuple[str, ...]:
+    """The three words before the question's first option: a reply that has them before an option,
+    and nothing of its own after it, repeats the question ("The film that has the director born
+    later, A" cut off there)."""
+    starts = [p for option in choice.options for p in _find(asked, option)]
+    if not starts or min(starts) < 3:
+        return ()
+    return tuple(t.text for t in asked[min(starts) - 3 : min(starts)])
+
+
 def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> int | None:
     """The option one sentence chooses; -1 where it names options without choosing one (it decides:
     the reply chose nothing), None where it names none (the next sentence may)."""
     tokens = tokenize(sentence)
     words = [t.text for t in tokens]
-    mentions: list[tuple[int, int, int]] = []  # (position, end, option)
-    for index, words_of_option in enumerate(choice.options):
-        mentions += [(p, p + len(words_of_option), index) for p in _find(tokens, words_of_option)]
+    mentions = _mentions(tokens, choice)
     if not mentions:
         return None
-    mentions.sort()
     restated = set()
     for (p1, e1, o1), (p2, _, o2) in pairwise(mentions):
         between = words[e1:p2]
         if o1 != o2 and len(between) <= 1 and all(w in ("or", "and") for w in between):
             restated |= {p1, p2}
-    named = [(p, e, o) for p, e, o in mentions if p not in restated and not (p > 0 and words[p - 1] in _NEGATIONS)]
+
+    def compared_side(p: int) -> bool:  # "... than A", "compared to A": the other side of a comparison
+        return any(_COMPARED_TO.match(" ".join(words[max(0, p - n) : p])) for n in (1, 2, 3))
+
+    lead = _lead_in(asked, choice)  # "The film that has the director born later, A" and no more: an echo
+    option_words = {t.text for option in choice.options for t in option}
+    echo = next((p for p, _, _ in mentions if lead and tuple(words[max(0, p - len(lead)) : p]) == lead
+                 and all(w in option_words | {"or", "and"} for w in words[p:-1])), None)  # the last word may be cut off
+    echoed = {p for p, _, _ in mentions if echo is not None and p >= echo}
+    named = [(p, e, o) for p, e, o in mentions if p not in restated | echoed
+             and not (p > 0 and words[p - 1] in _NEGATIONS) and not compared_side(p)]
     if not named:
         return -1
     position, end, option = named[0]
+    others = {t.text for opt in choice.options for t in opt}
+    asked_rest = [t for t in asked if t.text not in others]  # the question's words beside its options
     if "than" in words[end:]:  # "A is older than B": A under the sentence's comparative, else B
-        than = end + words[end:].index("than")
-        compared = [w for w in words[end:than] if w in _ANTONYM]
-        if compared and choice.comparative and compared[-1] in _ANTONYM.get(choice.comparative, set()):
-            return 1 - option if len(choice.options) == 2 else -1
-        return option
-    if len({o for _, _, o in named}) > 1:
-        return -1  # both options named, and no comparison between them: no choice
+        said = _compares(words[end : end + words[end:].index("than")], choice, asked_rest)
+        return option if said is None else _under(option, said, choice)
+    later = [p for p, _, o in named if o != option]
+    if later:  # "A was born first, and B second", "A was born later, B": said of A in a clause of its own
+        between = words[end : later[0]]
+        ends_clause = any(re.search(rf"\b{re.escape(w)}\s*[,;]", sentence, re.IGNORECASE) for w in between if w in _ANTONYM)
+        own_clause = bool(between) and (between[-1] in _ANTONYM or ends_clause or bool(_CLAUSE_JOIN & set(between)))
+        return _under(option, _compares(between, choice, asked_rest) if own_clause else None, choice)
     rest = [t for t in tokens[:position] + tokens[end:] if t.text not in FUNCTION_WORDS]
-    states_comparison = any(t.text in _ANTONYM or t.text == choice.comparative for t in rest)
+    states_comparison = _compares([t.text for t in rest], choice, asked_rest) is not None
     announces = all(t.text in _ANNOUNCING or _in(t, asked) for t in rest)
     return option if states_comparison or announces else -1
 
@@ -332,9 +439,28 @@ def _echoes(tokens: Sequence[Token], position: int, length: int, asked: Sequence
     return bool(_neighbours(tokens, position, length) & context)
 
 
-def _polarity(reply: str) -> str | None:
+_CLAIM_JOINS = frozenset(["and", "or", "both", "either", "all"])  # words a restated claim may drop
+
+
+def _polarity(question: str, reply: str) -> str | None:
+    """The reply's answer to a yes/no question: its first "yes" or "no"; else, where its first sentence
+    restates the question's claim in its predicate (every lower-case content word of the question
+    after its auxiliary, in some form: "San Francesco, Pisa and Pistoia are located in the same
+    country"), "yes", or "no" where that sentence is negated."""
     words = [t.text for t in tokenize(reply)]
-    return next((w for w in words if w in ("yes", "no")), None)
+    said = next((w for w in words if w in ("yes", "no")), None)
+    first = sentences(reply)[:1]
+    asked = tokenize(question)
+    if said or not first or not asked or asked[0].text not in _YES_NO_START:
+        return said
+    claim = [t for t in asked[1:] if t.case == "lower" and t.text not in FUNCTION_WORDS | _CLAIM_JOINS]
+    tokens = tokenize(first[0])
+    predicate = tokens[_subject_end(tokens) or len(tokens) :]  # the claim is what the sentence says
+    if not claim or not all(_in(t, predicate) for t in claim):
+        return None
+    texts = [t.text for t in tokens]
+    negated = any(w in _NEGATIONS or (w == "t" and i and texts[i - 1].endswith("n")) for i, w in enumerate(texts))
+    return "no" if negated else "yes"
 
 
 def asserts_gold(question: str, reply: str, aliases: Sequence[str]) -> bool:
@@ -343,11 +469,15 @@ def asserts_gold(question: str, reply: str, aliases: Sequence[str]) -> bool:
     aliases = [a for a in aliases if a and a.strip()]
     words = {normal for a in aliases for normal in [" ".join(t.text for t in tokenize(a))]}
     if words and words <= {"yes", "no"}:
-        return _polarity(reply) in words
+        return _polarity(question, reply) in words
     picked = choice_of(question, aliases)
     if picked is not None:
         choice, gold = picked
         return chosen_option(question, reply, choice) == gold
+    aliases += [year for a in aliases for year in _decade_years(a)]
+    said = tokenize(reply)
+    if not any(contains(said, alias_tokens(a)) for a in aliases):
+        return False  # the alias itself is necessary ("Parisian" is no city); its forms count beside it
     asked = tokenize(question)
     for sentence in sentences(reply):
         if _sentence_asserts(question, sentence, aliases):
@@ -355,6 +485,15 @@ def asserts_gold(question: str, reply: str, aliases: Sequence[str]) -> bool:
         if _content([t for t in tokenize(sentence) if not _in(t, asked)]) and not _says_nothing(sentence):
             return False  # the first sentence that says something decides
     return False
+
+
+_DECADE = re.compile(r"^\s*(?:the\s+)?(1[0-9]{2}|20[0-9])0'?s\s*$", re.IGNORECASE)
+
+
+def _decade_years(alias: str) -> list[str]:
+    """The years of a decade alias ("1970s": 1970 to 1979), each a more precise form of it."""
+    decade = _DECADE.match(alias)
+    return [f"{decade.group(1)}{digit}" for digit in range(10)] if decade else []
 
 
 def _says_nothing(sentence: str) -> bool:
@@ -386,7 +525,7 @@ def question_options(question: str) -> Choice | None:
         if before and after and before.group().strip() and after.group().strip():
             left, right = alias_tokens(before.group().strip()), alias_tokens(after.group().strip())
             if left and right and left != right:
-                return Choice((left, right), _comparative(question))
+                return _make_choice((left, right), question)
     return None
 
 
@@ -500,7 +639,7 @@ def same_assertion(question: str, a: str, b: str) -> bool | None:
     questions the options chosen; two replies whose first new names agree give the same answer."""
     words = [t.text for t in tokenize(question)]
     if words and words[0] in _YES_NO_START and " or " not in question:
-        polarity_a, polarity_b = _polarity(a), _polarity(b)
+        polarity_a, polarity_b = _polarity(question, a), _polarity(question, b)
         if polarity_a is not None and polarity_b is not None:
             return polarity_a == polarity_b
     choice = question_options(question)

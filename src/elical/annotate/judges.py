@@ -160,9 +160,9 @@ class MatchJudge(Judge):
         if query.choices:
             return choice_decision(query, self.strict)
         if query.task == "correctness":
-            if not self.found(query):
-                return None
-            return True if not self.strict or asserts_gold(query.question, query.answer, query.references) else None
+            if self.strict:
+                return True if asserts_gold(query.question, query.answer, query.references) else None
+            return True if self.found(query) else None
         if not query.references:
             return None
         compare = compare_assertions if self.strict else compare_answers
