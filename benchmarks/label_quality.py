@@ -4,7 +4,10 @@ Each set is a label-audit sheet (elical.audit.sample) drawn from `elical run --p
 records (benchmarks/labels_gpu.sh), labelled by hand by the rule of tests/data/labels/RULES.md. For each
 set and judge: weighted error, precision (share of positive decisions that are right) and recall, with
 95 % stratified-bootstrap intervals; `decision` is the run's own judge at annotation time (match@3 and
-answer@2). The *_dev sets are the ones the rules were developed on; the *_test sets were not looked at.
+answer@2). The rules were developed on the *_dev sets (match@4, answer@3) and then on the *_dev2 sets
+(match@5, answer@4; these were the held-out test sets of match@4). The paper_*_test sets are a second
+draw labelled after the match@5 rules were written (benchmarks/labels_fresh_draw.py: disjoint from every
+other set); the short_* sets were never looked at while writing rules.
 
     python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
 """

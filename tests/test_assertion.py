@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@4 and answer@3).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@5 and answer@4).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -57,11 +57,62 @@ def test_asserts_gold(question, reply, gold, expected):
     assert asserts_gold(question, reply, gold) is expected
 
 
+LAKES = "Are Lake Ohrid and Lake Prespa located in the same country?"
+BANDS = "Which band has more members, Blue Harbor or Mr. Kite?"
+PEOPLE = "Who was born first, Anna Lindqvist or Pavel Horak?"
+DIRECTOR = "Which film has the director born later, Red Dawn or Gray Hill?"
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # choices found without the gold's spelling; named by a word one option alone has
+        (BANDS, "Mr. Kite has more members than Blue Harbor.", ["Mr Kite"], True),
+        (BANDS, "Blue Harbor has more members than Mr. Kite.", ["Mr Kite"], False),
+        (PEOPLE, "Horak was born first.", ["Pavel Horak"], True),
+        ("Who is older, Tom Berg or Ann Berg?", "Berg is older.", ["Tom Berg"], False),  # a word both share
+        # the comparison said of the first option in a clause of its own; the other side of "compared to"
+        (PEOPLE, "Pavel Horak was born first, and Anna Lindqvist second.", ["Pavel Horak"], True),
+        (PEOPLE, "Anna Lindqvist was born first, Pavel Horak.", ["Pavel Horak"], False),
+        ("Which film came out first, Red Dawn or Gray Hill?", "Red Dawn is the first film made by Gray Hill.", ["Red Dawn"], False),
+        ("Which city is larger, Osaka or Kobe?", "Nagoya is larger compared to Osaka.", ["Osaka"], False),
+        # the question's own comparison: a degree word grades the question's word, a word of the same
+        # sense counts beside the question's predicate
+        (BANDS, "Blue Harbor is the more famous band.", ["Blue Harbor"], False),
+        (BANDS, "Blue Harbor has more members.", ["Blue Harbor"], True),
+        ("Who died earlier, Anna Lindqvist or Pavel Horak?", "Anna Lindqvist was the first to use the word.", ["Anna Lindqvist"], False),
+        ("Who died earlier, Anna Lindqvist or Pavel Horak?", "Anna Lindqvist died first.", ["Anna Lindqvist"], True),
+        # the question repeated up to an option and cut off is no choice; a sentence that goes on chooses
+        (DIRECTOR, "The film that has the director born later, Red Dawn", ["Red Dawn"], False),
+        (DIRECTOR, "The film that has the director born later, Red Dawn, is a classic.", ["Red Dawn"], True),
+        # a later sentence that chooses the other option contradicts the first
+        (PEOPLE, "Anna Lindqvist was born first. Pavel Horak was born first.", ["Anna Lindqvist"], False),
+        # yes/no by a restated claim
+        (LAKES, "Lake Ohrid and Lake Prespa are located in the same country.", ["yes"], True),
+        (LAKES, "Lake Ohrid and Lake Prespa are not located in the same country.", ["no"], True),
+        (LAKES, "Lake Ohrid and Lake Prespa are not located in the same country.", ["yes"], False),
+        (LAKES, "Lake Ohrid and Lake Prespa in the same country are two different lakes.", ["yes"], False),
+        # more precise forms of the gold: a year of a decade, a plural
+        ("When did the war end?", "It ended in 1975.", ["1970s"], True),
+        ("When did the war end?", "It ended in 1985.", ["1970s"], False),
+        ("What profession do Ada and Bea share?", "They are both Italian painters.", ["Italian painter"], True),
+        # the gold in the question, outside its echo
+        ("Who/what is Lyon Airport named after?", "Lyon Airport is named after the city of Lyon, France.", ["Lyon"], True),
+        ("Who/what is Oxford Airport named after?", "Oxford Airport is named after the University of Oxford.", ["Oxford"], False),
+        ("Who developed Acme Router?", "Acme Router is a product of Acme Corporation.", ["Acme"], True),
+        ("Who developed Acme Router?", "Acme developed the Acme Router in 1990.", ["Acme"], True),
+        ("Who developed Acme Router?", "Acme Router was developed in 1990.", ["Acme"], False),
+    ],
+)
+def test_asserts_gold_since_match_5(question, reply, gold, expected):
+    assert asserts_gold(question, reply, gold) is expected
+
+
 def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_keeps_the_old_rules():
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@4" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@5" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -78,14 +129,17 @@ def test_choices_are_found_next_to_the_gold_and_without_it():
     "reply, strict, expected",
     [
         ("B. Canberra", True, "B"),
-        ("B. Sydney", True, None),  # the letter of one option with the text of another: no single pick
+        ("B. Sydney, the largest city", True, None),  # the letter of one option with the text of another
         ("C. Melbourne\n\nThe answer is D.", True, None),  # two letters
         ("B. Canberra\n\nSydney is larger, though.", True, "B"),  # an option named in the explanation is no pick
-        ("B. Sydney", False, "B"),  # the old rules read the letter only
+        ("B. Sydney, the largest city", False, "B"),  # the old rules read the letter only
+        ("A. the capital of Australia", True, None),  # closer to another option's words than to A's
+        ("B. the federal capital", True, "B"),
     ],
 )
 def test_strict_choice_picks(reply, strict, expected):
-    assert extract_choice(reply, ("Sydney", "Canberra", "Melbourne", "Perth"), strict) == expected
+    options = ("Sydney, the largest city", "Canberra, the capital of Australia", "Melbourne", "Perth")
+    assert extract_choice(reply, options, strict) == expected
 
 
 @pytest.mark.parametrize(
@@ -101,6 +155,9 @@ def test_strict_choice_picks(reply, strict, expected):
         (BORN, "Marc De Clerck.", "Wieslaw Perszke.", False),
         ("Are both from Spain?", "Yes, both are.", "No.", False),
         ("What is the capital of Japan?", "Tokyo.", "The capital of Japan is Tokyo.", True),
+        (LAKES, "Lake Ohrid and Lake Prespa are located in the same country.", "Yes.", True),
+        (LAKES, "They are not located in the same country.", "Yes, they are.", False),
+        (PEOPLE, "Horak was born first.", "Pavel Horak was born first, and Anna Lindqvist second.", True),
     ],
 )
 def test_consistency_needs_two_answers(question, a, b, expected):
@@ -112,3 +169,11 @@ def test_no_answer():
     assert gives_no_answer("Who directed Pig?", "The director of Pig is unknown.")
     assert gives_no_answer("Who directed Pig?", "Who directed Pig?")
     assert not gives_no_answer("Who directed Pig?", "Michael Sarnoski directed it.")
+
+
+def test_the_same_unclear_multiple_choice_pick_word_for_word_is_the_same_assertion():
+    options = ("Sydney, the largest city", "Canberra, the capital of Australia", "Melbourne", "Perth")
+    unclear = "A. the capital of Australia"  # letter A, the words of B
+    same = JudgeQuery("consistency", "Which city is the capital?", unclear, (unclear + "\n\nMore words.",), options)
+    other = JudgeQuery("consistency", "Which city is the capital?", unclear, ("C. the capital of Australia",), options)
+    assert MatchJudge().judge_batch([same, other]) == [True, False]

@@ -58,7 +58,7 @@ def test_answer_judge_consistency_on_the_pair_file():
     from elical.annotate.judge_models import AnswerJudge, EmbeddingJudge
 
     table = score_judges(CONSISTENCY, {"answer": AnswerJudge(), "match": MatchJudge(), "embedding": EmbeddingJudge()})
-    # Since answer@3 two replies are the same answer only where they assert the same short answer: on this
+    # Since answer@4 two replies are the same answer only where they assert the same short answer: on this
     # file (written for the earlier rules) that costs recall on paraphrases and long sentences, and almost
     # never says "same" wrongly. Its error on real outputs is measured on tests/data/labels
     # (benchmarks/results/label_quality_cpu.md).
@@ -112,7 +112,7 @@ def test_score_table_and_agreement(tmp_path):
 def test_check_judges_report(tmp_path):
     path = write_pairs(tmp_path / "tiny.jsonl", TINY)
     report = check_judges(path, AnnotateConfig(), ["match", "exact"])
-    assert report.startswith(f"3 correctness pairs from {path}; judges: match = match@4, exact = exact@3")
+    assert report.startswith(f"3 correctness pairs from {path}; judges: match = match@5, exact = exact@4")
     assert "| exact | plain | 1 | 1 | 0.0 | - | 100.0 |" in report
 
 

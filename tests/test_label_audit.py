@@ -27,7 +27,7 @@ from elical.inputs import InputError
 from elical.records import Record, write_parquet, write_records
 from elical.report.document import Document, to_markdown
 
-JUDGES = {"correctness": "match@4", "consistency": "answer@3(secret-threshold)"}
+JUDGES = {"correctness": "match@5", "consistency": "answer@4(secret-threshold)"}
 CHROMIUM = Path("/usr/bin/chromium")
 
 
@@ -142,7 +142,7 @@ def test_bad_draws_are_refused_before_anything_is_written(tmp_path):
     mixed = _records(4)
     for rec in mixed[:3]:
         rec.generation = {"judges": {**JUDGES, "correctness": "llm@1"}}
-    with pytest.raises(InputError, match=r"several correctness judges: match@4 \(9 records\), llm@1 \(3 records\)"):
+    with pytest.raises(InputError, match=r"several correctness judges: match@5 \(9 records\), llm@1 \(3 records\)"):
         draw_audit(_record_file(tmp_path, mixed), tmp_path / "a")
     unjudged = [Record(question=f"q{i}", answers=["a"], dataset="nq") for i in range(3)]
     with pytest.raises(InputError, match="no judged correctness or consistency decisions"):
@@ -168,7 +168,7 @@ def test_bad_draws_are_refused_before_anything_is_written(tmp_path):
 
 def _sheet_row(item: str, dataset: str, decision: int, weight: float, split: str = "test") -> dict:
     return {"item": f"corr:{item}", "task": "correctness", "record_id": item, "dataset": dataset, "split": split,
-            "question": f"{item}?", "answer": "x", "gold": ["y"], "judge": "match@4", "decision": decision,
+            "question": f"{item}?", "answer": "x", "gold": ["y"], "judge": "match@5", "decision": decision,
             "stratum": f"correctness/{dataset}/{decision}", "weight": weight, "label": None, "category": None}
 
 
@@ -323,7 +323,7 @@ def test_label_audit_end_to_end_on_a_run_and_its_report(tmp_path):
     assert refused.exit_code == 2 and refused.output.startswith("error: --seed: sets how a sheet is drawn")
     scored = runner.invoke(app, ["label-audit", str(run), "--labels", str(labels_file), "--resamples", "50"])
     assert scored.exit_code == 0, scored.output
-    assert "**Correctness judge `match@4`" in scored.output and "| all | " in scored.output
+    assert "**Correctness judge `match@5`" in scored.output and "| all | " in scored.output
     assert "Estimated effect of the judge's errors on AUROC" in scored.output and "| Consis-Sem |" in scored.output
     quality = (run / "audit" / "quality.md").read_text()
     assert quality.startswith("# Label audit: run") and "| group | n | error | precision | recall |" in quality
@@ -337,7 +337,7 @@ def test_label_audit_end_to_end_on_a_run_and_its_report(tmp_path):
     assert again.exit_code == 0, again.output
     md, page = (run / "report.md").read_text(), (run / "report.html").read_text()
     section = md[md.index("## Label quality"):md.index("## Notes")]
-    assert NO_AUDIT not in section and "| all | " in section and "Correctness judge `match@4`" in section
+    assert NO_AUDIT not in section and "| all | " in section and "Correctness judge `match@5`" in section
     assert "| Consis-Sem | training-free |" in section
     html_section = page[page.index("<h2>Label quality</h2>"):page.index("<h2>Notes</h2>")]
     assert html_section.count("<table>") == 3 and "<td>all</td>" in html_section
@@ -356,7 +356,7 @@ def test_the_report_section_says_when_the_audit_is_stale_or_unreadable(tmp_path)
     for rec in records:
         rec.generation = {"judges": {**JUDGES, "correctness": "llm@2"}}
     stale = to_markdown(Document("r", label_quality_blocks(run, records)))
-    assert "**The audit is stale**" in stale and "correctness: audited `match@4`, the run's records now `llm@2`" in stale
+    assert "**The audit is stale**" in stale and "correctness: audited `match@5`, the run's records now `llm@2`" in stale
     (run / "audit" / "quality.json").write_text("{not json")
     broken = to_markdown(Document("r", label_quality_blocks(run, records)))
     assert "`audit/quality.json` could not be read" in broken
@@ -397,7 +397,7 @@ def test_the_labelling_page_in_a_headless_browser(tmp_path):
     drawn = draw_audit(_record_file(tmp_path, _records(6)), tmp_path / "audit", per_stratum=2, seed=3)
     rows, page_path = drawn.rows, drawn.page
     source = page_path.read_text(encoding="utf-8")
-    for secret in ("secret-threshold", "match@4", '"decision"', '"stratum"', '"weight"', '"judge"'):
+    for secret in ("secret-threshold", "match@5", '"decision"', '"stratum"', '"weight"', '"judge"'):
         assert secret not in source, secret  # labelling is blind: nothing of the judges is on the page
     assert "<script src" not in source and "<link" not in source and "http" not in source
     with sync_api.sync_playwright() as play:
@@ -407,7 +407,7 @@ def test_the_labelling_page_in_a_headless_browser(tmp_path):
             page = context.new_page()
             page.goto(page_path.resolve().as_uri())
             text = page.inner_text("body")
-            assert "match@4" not in text and "secret" not in text
+            assert "match@5" not in text and "secret" not in text
             n = len(rows)
             assert page.inner_text("#progress") == f"0 labelled of {n}"
             assert page.inner_text("#position") == f"item 1 of {n}" and rows[0]["question"] in text

@@ -1,20 +1,28 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge since match@4.
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@5; match@4
+was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
 the alias fills the answer's slot of the question. The rules, each general:
 
 1. **Choice questions.** Where a gold alias is one of the alternatives the question offers ("Who was
-   born later, A or B?", "... out of A and B?"), the reply answers with the option it *chooses*: the
-   first option it names, leaving out mentions that restate the alternatives ("A or B", "both A and
-   B") and negated ones ("not A"), where the sentence also states the comparison or only announces
-   the option ("The answer is A"); naming one option without choosing it ("A is a 1999 film") or both
-   without a comparison chooses nothing. "A is older than B" chooses A for "who is older" and B for
-   "who is younger" (a comparative the antonym of the question's hands the choice to the other side
-   of "than"). The reply is right only if it chooses the gold option.
+   born later, A or B?", "... out of A and B?"), or one of the question's two "A or B" alternatives
+   lies inside a gold alias, the reply answers with the option it *chooses*: the first option it
+   names (whole, or by a word only that option has), leaving out mentions that restate the
+   alternatives ("A or B"), negated ones ("not A"), the other side of a comparison ("than A",
+   "compared to A") and the question repeated up to an option and cut off, where the sentence also
+   states the question's comparison or only announces the option ("The answer is A"); naming one
+   option without choosing it ("A is a 1999 film") or both without a comparison chooses nothing.
+   "A is older than B" and "A was born first, and B second" choose A for "who is older" / "born
+   first", and B for the opposite comparative. The comparison must be the question's: a degree word
+   grades the question's word ("more members", not "more famous"); a word of the same sense ("first"
+   for "earlier") counts beside a word of the question's. A later sentence that chooses the other
+   option contradicts the first. The reply is right only if it chooses the gold option.
 2. **Restated, not answered.** An alias that the question itself names is found in any reply that
    restates the question. Such an occurrence counts only where the reply does not merely repeat it:
-   not in the subject of its sentence (before the sentence's first verb), and not next to the same
-   content word as in the question ("science historian James Burke").
+   not next to the same content word as in the question ("science historian James Burke"), not as
+   part of a longer name, and in the subject of its sentence (before the sentence's first verb) only
+   where the predicate repeats the question's own mention ("IBM developed the IBM Network Control
+   Program").
 3. **Context, not answer.** An alias in the subject of a sentence counts only where what the sentence
    says of it restates the question ("Paris is the capital of France" answers "What is the capital of
    France?"; "The United States is the largest economy" does not answer "What is X's nationality?").
@@ -23,7 +31,9 @@ the alias fills the answer's slot of the question. The rules, each general:
 5. **Lists.** An alias that is one member of a list of names with a conjunction ("China, Vietnam, and
    the Philippines", "Ghana or Togo") counts only if every member is a gold alias.
 
-A yes/no gold is asserted by the reply's first "yes" or "no". The rules read the reply's sentences
+A yes/no gold is asserted by the reply's first "yes" or "no", else by a sentence that restates the
+question's claim (negated: "no"). A decade is asserted by its years, a common noun by its plural. The
+rules read the reply's sentences
 up to the first that says something beyond the question (an announcement such as "The answer to this
 question is:" is read past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
 two replies are the same answer only where both assert one and it is the same one.
@@ -213,10 +223,14 @@ def _is_gold_text(option: Sequence[Token], aliases: Sequence[str]) -> bool:
 def chosen_option(question: str, reply: str, choice: Choice) -> int | None:
     """The index of the option the reply chooses (rule 1 of the module docstring), None if none."""
     asked = tokenize(question)
-    for sentence in sentences(reply):
+    said = sentences(reply)
+    for i, sentence in enumerate(said):
         picked = _sentence_choice(sentence, choice, asked)
         if picked is not None:
-            return picked if picked >= 0 else None
+            if picked < 0:
+                return None
+            later = (_sentence_choice(s, choice, asked) for s in said[i + 1 :])
+            return None if any(p is not None and p >= 0 and p != picked for p in later) else picked  # contradicted
     return None
 
 
@@ -384,16 +398,20 @@ def _sentence_asserts(question: str, sentence: str, aliases: Sequence[str]) -> b
             continue
         in_question = bool(_find(asked, needle))
         spans = _char_span(sentence, alias)
-        for k, position in enumerate(_found(tokens, needle)):
+        positions = _found(tokens, needle)
+        # "IBM developed the IBM Network Control Program": the question's own mention, in the predicate
+        echo_in_predicate = in_question and any(
+            p >= subject_end and _echoes(tokens, p, len(needle), asked, needle) for p in positions)
+        for k, position in enumerate(positions):
             if position > 0 and tokens[position - 1].text in _NEGATIONS:
                 continue
             subject = position < subject_end
-            if subject and (in_question or not restates):
-                continue
-            if in_question and (_echoes(tokens, position, len(needle), asked, needle)
-                                or _inside_longer_name(tokens, position, len(needle))):
+            if subject and (not restates or (in_question and not echo_in_predicate)):
                 continue
             span = spans[k] if len(spans) > k else None
+            echo = not subject and _echoes(tokens, position, len(needle), asked, needle)  # subject: see above
+            if in_question and (echo or _inside_longer_name(tokens, position, len(needle), sentence, span)):
+                continue
             members = _list_members(sentence, *span, lower=alias.islower()) if span else None
             if members and not all(_is_gold(m, gold) for m in members):
                 continue
@@ -410,12 +428,23 @@ def _found(tokens: Sequence[Token], needle: Sequence[Token]) -> list[int]:
     return [i for i, t in enumerate(tokens) if t.case != "lower" and same_word(t.text, needle[0].text)]
 
 
-def _inside_longer_name(tokens: Sequence[Token], position: int, length: int) -> bool:
-    """Whether the occurrence is part of a longer name: a capitalized word right before or after it
-    ("the Blackburn Shipbuilding Company" names a company, not Blackburn)."""
+_LEGAL_FORMS = frozenset(["inc", "corporation", "corp", "company", "co", "ltd", "limited", "llc", "plc", "group", "gmbh", "ag", "sa"])
+
+
+def _inside_longer_name(tokens: Sequence[Token], position: int, length: int, sentence: str = "",
+                        span: tuple[int, int] | None = None) -> bool:
+    """Whether the occurrence is part of a longer name: a capitalized word right before or after it,
+    with no punctuation between ("the Blackburn Shipbuilding Company" names a company, not Blackburn;
+    "Cairo, Egypt" names Cairo), or a name and "of" before it ("the University of Cambridge"); a legal
+    form after it ("Intel Corporation") names the same thing."""
     def named(i: int) -> bool:
         return 0 <= i < len(tokens) and tokens[i].case not in ("lower",) and tokens[i].text not in _STARTERS
-    return named(position + length) or (position > 0 and named(position - 1))
+
+    punctuated_after = span is not None and bool(re.match(r"\s*[,;:()\[\]]", sentence[span[1] :]))
+    after = position + length
+    name_after = named(after) and not punctuated_after and tokens[after].text not in _LEGAL_FORMS
+    of_name = position > 1 and tokens[position - 1].text in ("of", "de", "du", "von", "van") and named(position - 2)
+    return name_after or (position > 0 and named(position - 1)) or of_name  # "the University of Cambridge"
 
 
 def _neighbours(tokens: Sequence[Token], position: int, length: int) -> set[str]:
@@ -444,9 +473,9 @@ _CLAIM_JOINS = frozenset(["and", "or", "both", "either", "all"])  # words a rest
 
 def _polarity(question: str, reply: str) -> str | None:
     """The reply's answer to a yes/no question: its first "yes" or "no"; else, where its first sentence
-    restates the question's claim in its predicate (every lower-case content word of the question
-    after its auxiliary, in some form: "San Francesco, Pisa and Pistoia are located in the same
-    country"), "yes", or "no" where that sentence is negated."""
+    restates the question's claim (every lower-case content word of the question after its auxiliary,
+    in some form, the last in the sentence's predicate: "San Francesco, Pisa and Pistoia are located
+    in the same country"), "yes", or "no" where that sentence is negated."""
     words = [t.text for t in tokenize(reply)]
     said = next((w for w in words if w in ("yes", "no")), None)
     first = sentences(reply)[:1]
@@ -455,8 +484,8 @@ def _polarity(question: str, reply: str) -> str | None:
         return said
     claim = [t for t in asked[1:] if t.case == "lower" and t.text not in FUNCTION_WORDS | _CLAIM_JOINS]
     tokens = tokenize(first[0])
-    predicate = tokens[_subject_end(tokens) or len(tokens) :]  # the claim is what the sentence says
-    if not claim or not all(_in(t, predicate) for t in claim):
+    predicate = tokens[_subject_end(tokens) or len(tokens) :]  # the claim ends what the sentence says
+    if not claim or not all(_in(t, tokens) for t in claim) or not _in(claim[-1], predicate):
         return None
     texts = [t.text for t in tokens]
     negated = any(w in _NEGATIONS or (w == "t" and i and texts[i - 1].endswith("n")) for i, w in enumerate(texts))
@@ -474,7 +503,7 @@ def asserts_gold(question: str, reply: str, aliases: Sequence[str]) -> bool:
     if picked is not None:
         choice, gold = picked
         return chosen_option(question, reply, choice) == gold
-    aliases += [year for a in aliases for year in _decade_years(a)]
+    aliases += [form for a in aliases for form in _decade_years(a) + _plurals(a)]
     said = tokenize(reply)
     if not any(contains(said, alias_tokens(a)) for a in aliases):
         return False  # the alias itself is necessary ("Parisian" is no city); its forms count beside it
@@ -494,6 +523,16 @@ def _decade_years(alias: str) -> list[str]:
     """The years of a decade alias ("1970s": 1970 to 1979), each a more precise form of it."""
     decade = _DECADE.match(alias)
     return [f"{decade.group(1)}{digit}" for digit in range(10)] if decade else []
+
+
+def _plurals(alias: str) -> list[str]:
+    """The plural of a gold alias that ends in a common noun ("Italian composer": "Italian composers")."""
+    head = alias.strip().rsplit(" ", 1)[-1]
+    if not head.isalpha() or not head.islower() or len(head) < 3 or head.endswith("s"):
+        return []
+    if head.endswith("y") and head[-2] not in "aeiou":
+        return [alias.strip()[:-1] + "ies"]
+    return [alias.strip() + ("es" if head.endswith(("x", "ch", "sh")) else "s")]
 
 
 def _says_nothing(sentence: str) -> bool:

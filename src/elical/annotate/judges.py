@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from elical.annotate.assertion import asserts_gold, compare_assertions
-from elical.annotate.consistency import compare_answers
+from elical.annotate.consistency import FUNCTION_WORDS, compare_answers
 from elical.annotate.text import (
     Token,
     alias_tokens,
@@ -58,8 +58,9 @@ _LETTER_PATTERNS = [
 def extract_choice(answer: str, choices: Sequence[str], strict: bool = True) -> str | None:
     """The option letter an answer picks: a leading/quoted letter, else the one option it names.
     ``strict`` (the rules since match@4): an answer that picks two letters ("C. ... The answer is D"),
-    or a letter and the text of another option ("B. <option C's text>"), picks none; an option's text
-    counts only on the line that states the pick, not in the explanation after it."""
+    or a letter and the text of another option ("B. <option C's text>", whole or closer to C's words
+    than to B's), picks none; an option's text counts only on the line that states the pick, not in
+    the explanation after it."""
     letters = CHOICE_LETTERS[: len(choices)]
     if not strict:  # the first letter pattern that matches, else the one option named anywhere
         for pattern in _LETTER_PATTERNS:
@@ -68,12 +69,26 @@ def extract_choice(answer: str, choices: Sequence[str], strict: bool = True) -> 
                 return match.group(1)
         named = _named_options(tokenize(answer), choices)
         return named[0] if len(named) == 1 else None
-    named = _named_options(tokenize(answer.strip().split("\n", 1)[0]), choices)
+    line = tokenize(answer.strip().split("\n", 1)[0])
+    named = _named_options(line, choices)
     named = [x for x in named if not any(y != x and _inside(choices, x, y) for y in named)]
     picked = {m.group(1) for pattern in _LETTER_PATTERNS for m in pattern.finditer(answer) if m.group(1) in letters}
     if picked:
-        return picked.pop() if len(picked) == 1 and set(named) <= picked else None
+        letter = picked.pop()
+        agrees = not picked and set(named) <= {letter} and not _closer_to_another(line, letter, choices)
+        return letter if agrees else None
     return named[0] if len(named) == 1 else None
+
+
+def _closer_to_another(line: Sequence[Token], letter: str, choices: Sequence[str]) -> bool:
+    """Whether the words beside the letter ("B. <text>") share more with another option's text than
+    with the letter's own (a reworded or cut-off copy of another option; two words at least)."""
+    words = {t.text for t in line if t.text not in FUNCTION_WORDS} - {letter.lower()}
+    if len(words) < 2:
+        return False
+    shared = [len(words & {t.text for t in tokenize(option)}) for option in choices]
+    own = CHOICE_LETTERS.index(letter)
+    return any(n > shared[own] for i, n in enumerate(shared) if i != own)
 
 
 def _named_options(text: Sequence[Token], choices: Sequence[str]) -> list[str]:
@@ -94,6 +109,10 @@ def choice_decision(query: JudgeQuery, strict: bool = True) -> bool | None:
     if query.task == "correctness":
         return None if picked is None else picked in query.references
     other = extract_choice(query.references[0], choices, strict) if query.references else None
+    if strict and picked is None and other is None and query.references:
+        # the same unclear pick ("B. <option C's text>") word for word: the same assertion, whatever it is
+        lines = [tokenize(text.strip().split("\n", 1)[0]) for text in (query.answer, query.references[0])]
+        return True if lines[0] and [t.text for t in lines[0]] == [t.text for t in lines[1]] else None
     return None if picked is None or other is None else picked == other
 
 
@@ -123,7 +142,7 @@ class Judge(abc.ABC):
 # The version of each judge kind's rules. Bump one when its decisions change: it is part of the judge's
 # name (so of every cache key) and of an annotation folder's settings record, so a folder labelled by
 # the old rules is refused on resume instead of mixing two judges' labels.
-JUDGE_VERSIONS = {"match": 4, "mention": 3, "exact": 3, "paper": 1, "answer": 3, "embedding": 1, "llm": 1, "cascade": 4}
+JUDGE_VERSIONS = {"match": 5, "mention": 3, "exact": 4, "paper": 1, "answer": 4, "embedding": 2, "llm": 1, "cascade": 5}
 
 
 def judge_version(kind: str) -> str:
