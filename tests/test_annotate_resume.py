@@ -129,3 +129,34 @@ def test_new_judge_rules_are_refused_like_other_settings(backend, tmp_path, monk
         annotate(items, backend, None, CONFIG, tmp_path, progress=False)
     old, new = f"{kind}@{judges.JUDGE_VERSIONS[kind] - 1}", judges.judge_version(kind)
     assert f'judges.versions.correctness "{old}" → "{new}"' in str(err.value)
+
+
+def test_cli_refuses_to_resume_over_edited_gold_answers_and_names_what_changed(tiny_tokenizer, tiny_llama, tmp_path):
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+    from test_annotate import QUESTIONS
+
+    runner = CliRunner()
+    args = [*annotate_args(tiny_tokenizer, tiny_llama, tmp_path), "--k", "1"]
+    data = tmp_path / "nq_test.jsonl"
+    assert runner.invoke(app, args).exit_code == 0
+    before = snapshot(tmp_path / "run")
+    rows = [{"question": q, "answer": a} for q, a in QUESTIONS[:3]]
+    rows[1]["answer"] = ["an edited gold"]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "the data changed since these records were made" in result.output
+    assert "gold answers" in result.output and "'an edited gold'" in result.output and "--overwrite" in result.output
+    assert snapshot(tmp_path / "run") == before  # nothing rewritten, not even the config
+    result = runner.invoke(app, [*args, "--overwrite"])
+    assert result.exit_code == 0, result.output
+    assert read_parquet(tmp_path / "run" / "records.parquet")[1].answers == ["an edited gold"]
+
+
+def test_questions_added_to_the_data_are_annotated_on_resume(backend, tmp_path):
+    items = make_items(6)
+    annotate(items[:4], backend, None, CONFIG, tmp_path, progress=False)
+    calls = counting(backend)
+    records = annotate(items, backend, None, CONFIG, tmp_path, progress=False)
+    assert calls and [r.id for r in records] == [it.id for it in items]

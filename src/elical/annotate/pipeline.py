@@ -34,6 +34,7 @@ from elical.annotate.verbal import load_verbal_examples
 from elical.data.items import QAItem, parse_shard, select_shard
 from elical.fingerprint import check_or_write_settings, path_version
 from elical.folder_lock import folder_lock
+from elical.inputs import InputError
 from elical.records import Record, atomic_write, read_parquet, write_parquet
 
 
@@ -314,17 +315,38 @@ def _generation_meta(backend: Backend, config: AnnotateConfig, judges: Judges) -
 
 
 def _start_folder(out: Path, config: AnnotateConfig, mine: Sequence[QAItem]) -> dict[str, Record]:
-    """Write the config and the ids this shard must hold; return the records its earlier runs wrote, by id."""
+    """Write the config and the ids this shard must hold; return the records its earlier runs wrote, by
+    id, once they are known to belong to these questions and gold answers (:func:`check_same_data`)."""
     index, count = parse_shard(config.shard)
-    out.mkdir(parents=True, exist_ok=True)
-    config.to_yaml(out / "annotate.yaml")
-    with atomic_write(out / "shards" / f"expected-{index}of{count}.json") as tmp:
-        tmp.write_text(json.dumps([item.id for item in mine]))
     done: dict[str, Record] = {}
     for path in shard_files(out, config.shard):
         for rec in read_parquet(path):
             done[rec.id] = rec
+    check_same_data(done, mine, out)
+    out.mkdir(parents=True, exist_ok=True)
+    config.to_yaml(out / "annotate.yaml")
+    with atomic_write(out / "shards" / f"expected-{index}of{count}.json") as tmp:
+        tmp.write_text(json.dumps([item.id for item in mine]))
     return done
+
+
+def check_same_data(done: Mapping[str, Record], items: Sequence[QAItem], out: Path) -> None:
+    """Refuse to resume over records made for other data: a question already annotated whose gold
+    answers, options or wording the data now gives differently would keep labels judged against the old
+    gold. Added questions are fine (they are annotated now); the error names what changed and where."""
+    changed: list[str] = []
+    for item in items:
+        rec = done.get(item.id)
+        if rec is None:
+            continue
+        was = {"question": rec.question, "gold answers": list(rec.answers), "options": rec.extra.get("choices")}
+        now = {"question": item.question, "gold answers": list(item.answers), "options": item.choices}
+        changed += [f"{item.dataset} id {item.id}: {field} {was[field]!r} -> {now[field]!r}"
+                    for field in was if (was[field] or None) != (now[field] or None)]
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise InputError(f"{out}: the data changed since these records were made: {changed[0]}{more}; "
+                         "rerun with --overwrite to annotate again, or restore the data")
 
 
 def _write_part(records: list[Record], out: Path, index: int, count: int, seq: int) -> int:
