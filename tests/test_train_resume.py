@@ -78,9 +78,9 @@ def test_every_setting_decides_a_stage_or_is_declared_speed(model_dir, records_f
                "val_fraction": 0.2, "loss": "bce", "lr": 1e-3, "lr_stage2": 1e-3, "lr_head_only": 1e-2,
 "weight_decay": 0.0, "warmup_ratio": 0.2, "max_grad_norm": 0.5,
                "epochs_stage1": 3, "epochs_stage2": 3, "patience": 2, "selection": "best", "selection_z": 1.0,
-               "batch_size": 4, "mixed_precision": "bf16"}
+               "batch_size": 4, "mixed_precision": "bf16", "stage2": "head"}
     fields = set(TrainConfig.model_fields)
-    assert fields - SPEED_SETTINGS - {"model"} == set(changed), "list the new setting here and in stage_settings"
+    assert fields - SPEED_SETTINGS - {"model"} == set(changed) | {"stage2_mix"}, "list the new setting here and in stage_settings"
 
     def stages(cfg: TrainConfig) -> dict:
         modes = ["elical", "head-only"] if cfg.mode == "elical" else [cfg.mode]
@@ -91,6 +91,8 @@ def test_every_setting_decides_a_stage_or_is_declared_speed(model_dir, records_f
     reference = stages(base)
     for key, value in changed.items():
         assert stages(base.model_copy(update={key: value})) != reference, key
+    mixed = base.model_copy(update={"stage2": "mixed"})  # stage2_mix decides the mixed recipe only
+    assert stages(mixed.model_copy(update={"stage2_mix": 2.0})) != stages(mixed)
     for key, value in {"output_dir": "elsewhere", "micro_batch_size": 2, "packing": False, "tokens_per_batch": 64,
                        "row_length": 64, "compile": True, "attn_implementation": "eager", "save_steps": 9}.items():
         assert stages(base.model_copy(update={key: value})) == reference, key

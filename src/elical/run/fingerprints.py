@@ -75,10 +75,12 @@ def annotate_settings(cfg: RunConfig, subject: Subject) -> dict[str, Any]:
 def train_settings(cfg: RunConfig, key: ModelKey, annotate: str) -> dict[str, Any]:
     """What decides one trained model and its scores; ``annotate`` is the annotate step's digest (which
     covers the model and prompt wording the trainer is given)."""
-    from elical.train.config import SPEED_SETTINGS, TrainConfig
+    from elical.train.config import ELICAL_STAGE2, SPEED_SETTINGS, TrainConfig, stage2_settings
 
     plan = cfg.train
-    trainer = TrainConfig(**plan.settings.model_dump()).model_dump(mode="json", exclude=set(SPEED_SETTINGS | SET_BY_RUN))
+    given = plan.settings
+    trainer = TrainConfig(**given.model_dump()).model_dump(mode="json", exclude=set(SPEED_SETTINGS | SET_BY_RUN | ELICAL_STAGE2))
+    trainer.update(stage2_settings(key.method, given.stage2, given.stage2_mix))
     return {"method": key.method, "budget": key.budget, "seed": key.seed,
             "train": {"settings": trainer, "stage2_passes": plan.stage2_passes, "min_epochs": plan.min_epochs,
                       "max_epochs": plan.max_epochs},

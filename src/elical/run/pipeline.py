@@ -110,11 +110,12 @@ def annotate_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[st
 
 
 def train_config(cfg: RunConfig, subject: Subject, out: Path, key: ModelKey, pool_size: int) -> TrainConfig:
-    """The trainer's settings for one planned model: the plan's, with the model's method, budget and seed,
-    the subject's model and prompt wording, and the plan's calibration epochs for its labels."""
-    from elical.train.config import TrainConfig
+    """The trainer's settings for one planned model: the plan's (its stage-2 recipe for EliCal only), with
+    the model's method, budget and seed, the subject's model and prompt wording, and the plan's calibration
+    epochs for its labels."""
+    from elical.train.config import ELICAL_STAGE2, TrainConfig
 
-    settings = cfg.train.settings.model_dump()
+    settings = cfg.train.settings.model_dump(exclude=set() if key.method == "elical" else ELICAL_STAGE2)
     # the same wording the questions were answered with (records carry their rendered prompt too)
     prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
     if key.method in ("cal-only", "elical", "head-only"):

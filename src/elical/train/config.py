@@ -22,6 +22,18 @@ SPEED_SETTINGS = frozenset({"output_dir", "micro_batch_size", "packing", "tokens
                             "save_steps"})
 
 
+# TrainConfig fields of EliCal's calibration stage only (recorded through stage2_settings)
+ELICAL_STAGE2 = {"stage2", "stage2_mix"}
+
+
+def stage2_settings(mode: str, stage2: str, stage2_mix: float) -> dict[str, object]:
+    """What the stage-2 recipe adds to the settings that decide a model: nothing for the paper's full
+    update (so folders made before recipes existed still resume) or for modes other than elical."""
+    if mode != "elical" or stage2 == "full":
+        return {}
+    return {"stage2": stage2, **({"stage2_mix": stage2_mix} if stage2 == "mixed" else {})}
+
+
 def stage2_epochs(n_labels: int, epochs: int | None = None, passes: int | None = None, min_epochs: int = 3,
                   max_epochs: int = 50) -> int:
     """Calibration (stage 2) epochs for ``n_labels`` labelled questions, the one rule: ``epochs`` when set;
@@ -46,6 +58,13 @@ class TrainSettings(YamlConfig, ModelFields):
     # targets and data
     cal_target: Literal["samples", "greedy"] = "samples"
     head_only_target: Literal["cal", "eli"] = "cal"
+    stage2: Literal["full", "head", "platt", "mixed"] = Field(
+        "full", description=(
+            "EliCal's calibration stage. full: LoRA and head trained on the labels (the paper). head: LoRA kept "
+            "from stage 1, the head trained on its cached features (lr_head_only). platt: stage 1 kept whole, "
+            "its logit rescaled by a logistic fit on the labels (a monotone map: stage 1's ranking unchanged). "
+            "mixed: full, with stage2_mix unlabelled pool questions per label trained on stage-1 targets"))
+    stage2_mix: float = Field(1.0, ge=0, le=100, description="mixed: unlabelled pool questions per labelled one")
     val_fraction: float = Field(0.1, gt=0, lt=1)
     # optimisation
     loss: Literal["mse", "bce"] = "mse"
@@ -118,6 +137,8 @@ class TrainConfig(PromptFields, TrainSettings):
             raise ValueError("compile applies to LoRA training, not to head-only mode")
         if self.mode == "head-only" and self.lora_dtype != "float32":
             raise ValueError("lora_dtype applies to LoRA training, not to head-only mode")
+        if self.stage2 != "full" and self.mode != "elical":
+            raise ValueError(f"stage2 {self.stage2} applies to mode elical (its calibration stage), not to mode {self.mode}")
         return self
 
     @classmethod

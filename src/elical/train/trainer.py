@@ -2,7 +2,8 @@
 
 Modes: ``eli-only`` (stage 1: self-consistency targets on the whole pool), ``cal-only`` (correctness
 targets on the labelled budget, from scratch), ``elical`` (stage 1, then stage 2 from the selected
-stage-1 model with LoRA AND head trainable), ``head-only`` (frozen backbone, cached features).
+stage-1 model: by default LoRA AND head trainable; ``stage2`` chooses another recipe), ``head-only``
+(frozen backbone, cached features).
 Everything a mode needs is checked before any model is loaded.
 """
 
@@ -18,7 +19,7 @@ from typing import Any, Literal
 from elical.folder_lock import holding_launch_lock
 from elical.records import Record, read_records
 from elical.train.budgets import budget_subset, split_validation
-from elical.train.config import TrainConfig
+from elical.train.config import TrainConfig, stage2_settings
 from elical.train.targets import has_target, require_targets, target_kind, target_value
 
 
@@ -56,8 +57,24 @@ def plan_stages(records: Sequence[Record], cfg: TrainConfig) -> dict[str, StageP
         labels = [float(r.greedy_correct) if stage == "cal" and r.greedy_correct is not None else None
                   for r in records]
         train, val = split_validation(pool, records, cfg.val_fraction, cfg.seed)
+        if stage == "cal" and cfg.mode == "elical" and cfg.stage2 == "mixed":
+            train = train + _mix_in(records, cfg, set(pool), round(cfg.stage2_mix * len(train)), targets)
         plans[stage] = StagePlan(targets, labels, train, val)
     return plans
+
+
+def _mix_in(records: Sequence[Record], cfg: TrainConfig, labelled: set[int], n: int,
+            targets: list[float | None]) -> list[int]:
+    """stage2 mixed: ``n`` pool questions outside the labelled budget (a seeded draw), their targets set
+    to stage 1's (self-consistency) in ``targets``; the indices to train on beside the labelled ones."""
+    import random
+
+    kind = target_kind("eli", cfg.cal_target)
+    free = [i for i, r in enumerate(records) if i not in labelled and has_target(r, kind)]
+    chosen = sorted(random.Random(f"{cfg.seed}/stage2-mix").sample(free, min(n, len(free))))
+    for i in chosen:
+        targets[i] = target_value(records[i], kind)
+    return chosen
 
 
 STAGE_NAMES = {"eli": "stage1-eli", "cal": "stage2-cal"}  # elical; cal-only and head-only name their one stage
@@ -124,6 +141,7 @@ def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequenc
                         lora_dropout=cfg.lora_dropout, target_modules=cfg.target_modules)
     if key == "cal":
         settings.update(budget=cfg.budget, cal_target=cfg.cal_target)
+        settings.update(stage2_settings(cfg.mode, cfg.stage2, cfg.stage2_mix))
     settings["input"] = {"model": model_version(cfg.model), "data": _data_version(records, plan), "start": start}
     return settings
 
@@ -145,6 +163,8 @@ def plan_run(cfg: TrainConfig, plans: dict[str, StagePlan], records: Sequence[Re
     if cfg.mode in ("cal-only", "elical"):
         name = STAGE_NAMES["cal"] if cfg.mode == "elical" else "cal-only"
         epochs, lr = cfg.stage2_epochs(n_labels), cfg.lr_stage2 or cfg.lr
+        if cfg.mode == "elical" and cfg.stage2 == "head":
+            lr = cfg.lr_head_only
         start = digest(specs[0].settings) if specs else None
         specs.append(StageSpec(name, "cal", epochs, lr, stage_settings(cfg, "cal", plans["cal"], records, epochs, lr, start)))
     return specs
@@ -311,6 +331,7 @@ def _train_stages(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, 
     from elical.train.head_only import cached_features, train_head
     from elical.train.loop import Stage, StageData, run_stage
     from elical.train.predict import record_prompts
+    from elical.train.recalibrate import platt_stage
 
     out = Path(cfg.output_dir)
     fsdp = accelerator.distributed_type == DistributedType.FSDP
@@ -337,19 +358,25 @@ def _train_stages(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, 
     for spec in specs:
         stage_dir = out / spec.name
         stage = Stage(spec.name, spec.epochs, spec.lr, digest(spec.settings))
+        on_features = cfg.mode == "head-only" or (spec.name == STAGE_NAMES["cal"] and cfg.stage2 in ("head", "platt"))
         if start is not None and spec.name == STAGE_NAMES["eli"]:
             summaries.append(start.summary)  # the model in memory is its selected one
-        elif cfg.mode == "head-only":
+            continue
+        if spec.name == STAGE_NAMES["cal"] and start is None:
+            accelerator.free_memory()
+            del model
+            model = _stage1_model(cfg, out / STAGE_NAMES["eli"], load_device)
+        if on_features:  # the head alone changes: last-token features computed once (with stage 1's LoRA)
             data = data_of(spec.data)
-            features = cached_features(model, data, cfg, out / "cache", accelerator, show_progress)
-            summaries.append(train_head(model, data, cfg, features, stage, stage_dir, save_best))
+            cache = out / "cache" if cfg.mode == "head-only" else stage_dir / "cache"
+            features = cached_features(model, data, cfg, cache, accelerator, show_progress)
+            if cfg.mode == "elical" and cfg.stage2 == "platt":
+                summaries.append(platt_stage(model, data, features, stage, stage_dir, save_best))
+            else:
+                summaries.append(train_head(model, data, cfg, features, stage, stage_dir, save_best))
             if accelerator.is_main_process:
                 (stage_dir / "history.json").write_text(json.dumps(summaries[-1]["history"], indent=1))
         else:
-            if spec.name == STAGE_NAMES["cal"] and start is None:
-                accelerator.free_memory()
-                del model
-                model = _stage1_model(cfg, out / STAGE_NAMES["eli"], load_device)
             summaries.append(run_stage(model, data_of(spec.data), stage, cfg, accelerator, stage_dir, save_best,
                                        show_progress))
     return summaries
