@@ -36,7 +36,8 @@ if missing and not (assets / "site" / ".installed").exists():
                     "--no-cache-dir", "--upgrade", "--target", str(assets / "site"), *missing], check=True)
     (assets / "site" / ".installed").touch()
 PY
-export PYTHONPATH=$PWD/src:$ASSETS/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 \
+# ELICAL_SRC: another copy of the package (e.g. the committed code carried in .gpu/head/src)
+export PYTHONPATH=${ELICAL_SRC:-$PWD/src}:$ASSETS/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 \
   TOKENIZERS_PARALLELISM=false
 # SmolLM2 as an HF folder, once: every later model load skips GGUF de-quantization (wheels-only assets,
 # for the random-weight benchmarks, carry no GGUF file).

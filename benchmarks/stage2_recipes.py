@@ -1,0 +1,114 @@
+"""EliCal's calibration recipes side by side (issue 23): in-domain and out-of-domain AUROC of each train.stage2
+recipe per label budget, against Eli-Only, Cal-Only and the best training-free confidence, with stratified
+paired bootstrap intervals (questions resampled within each dataset, the same resamples for every model and
+seed; a group's AUROC is the mean of its datasets', a method's the mean of its seeds').
+
+The runs are benchmarks/stage2_recipes_gpu.sh's: `full` (the paper's recipe; it also holds Eli-Only, Cal-Only
+and the all-labels reference) and one folder per other recipe; their scores/*.parquet are read with the
+evaluated records (labels: match@5 / answer@4).
+
+    python benchmarks/stage2_recipes.py --eval EVAL.parquet --run full=DIR --run mixed=DIR ... [--md OUT.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+from pathlib import Path
+
+import numpy as np
+
+from elical.confidence.base import score_records
+from elical.metrics.bootstrap import bootstrap_weights, percentile_interval
+from elical.metrics.calibration import auroc_kernel
+from elical.predictions import read_predictions
+from elical.records import read_parquet
+from labels_remeasure import GROUPS
+
+TRAINING_FREE = ("Prob", "N-Prob", "Consis-Sem")
+BUDGETS = (100, 300, 1000)
+
+
+def replicates(records, confidence: dict[str, float], resamples: int, seed: int) -> dict[str, np.ndarray]:
+    """Per dataset: the AUROC on the full set (entry 0) and on each resample (entries 1..resamples)."""
+    out = {}
+    for dataset in {d for group in GROUPS.values() for d in group}:
+        rows = [r for r in records if r.dataset == dataset]
+        y = np.array([float(r.greedy_correct) for r in rows])
+        conf = np.array([confidence[r.id] for r in rows])
+        weights = np.vstack([np.ones(len(rows)), bootstrap_weights(len(rows), resamples, seed + len(dataset))])
+        out[dataset] = auroc_kernel(conf, y, weights)
+    return out
+
+
+def group_mean(per_dataset: dict[str, np.ndarray], group: str) -> np.ndarray:
+    return np.nanmean(np.vstack([per_dataset[d] for d in GROUPS[group]]), axis=0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--eval", type=Path, required=True)
+    parser.add_argument("--run", action="append", required=True, help="RECIPE=RUN_FOLDER")
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--md", type=Path)
+    args = parser.parse_args()
+    records = [r for r in read_parquet(args.eval) if r.greedy_correct is not None and not r.failed]
+    runs = dict(item.split("=", 1) for item in args.run)
+    models: dict[tuple[str, str], dict[str, np.ndarray]] = {}  # (method, seed) -> dataset -> AUROC replicates
+    for recipe, folder in runs.items():
+        for path in sorted(Path(folder, "scores").glob("*.parquet")):
+            method, seed = path.stem.rsplit("-s", 1)
+            if method.startswith("elical"):
+                method = f"{method} ({recipe})"
+            elif recipe != "full":
+                continue  # Eli-Only and Cal-Only come from the base run
+            models[(method, seed)] = replicates(records, read_predictions(path).confidence, args.resamples, 0)
+    for name, values in score_records(records, TRAINING_FREE).items():
+        models[(name, "-")] = replicates(records, dict(zip((r.id for r in records), map(float, values))), args.resamples, 0)
+
+    def method(name: str, group: str) -> np.ndarray:  # mean over seeds, per replicate
+        return np.mean([group_mean(v, group) for (m, _), v in models.items() if m == name], axis=0)
+
+    def seeds_of(name: str, group: str) -> list[float]:
+        return [float(group_mean(v, group)[0]) for (m, s), v in sorted(models.items()) if m == name]
+
+    def diff(a: str, b: str, group: str) -> str:
+        d = method(a, group) - method(b, group)
+        low, high = percentile_interval(d[1:])
+        return f"{d[0]:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+    best_free = {g: max(TRAINING_FREE, key=lambda n: method(n, g)[0]) for g in ("in-domain", "ood")}
+    lines = [f"# EliCal's calibration recipes on SmolLM2-135M-Instruct (labels match@5 / answer@4; 3 seeds; "
+             f"{args.resamples} paired resamples; tabulated on {platform.node()})", "",
+             f"Eli-Only: in-domain {method('eli-only-0', 'in-domain')[0]:.3f}, OOD {method('eli-only-0', 'ood')[0]:.3f}; "
+             f"best training-free: in-domain {best_free['in-domain']} {method(best_free['in-domain'], 'in-domain')[0]:.3f}, "
+             f"OOD {best_free['ood']} {method(best_free['ood'], 'ood')[0]:.3f}; EliCal (full) with all labels: in-domain "
+             f"{method('elical-all (full)', 'in-domain')[0]:.3f}, OOD {method('elical-all (full)', 'ood')[0]:.3f}.", "",
+             "| recipe | labels | in-domain | OOD | OOD − Eli-Only | OOD − Cal-Only | in-domain − Cal-Only | "
+             "in-domain % of all-labels, per seed | largest drop below Eli-Only (dataset) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    reference = seeds_of("elical-all (full)", "in-domain")
+    for recipe in runs:
+        for budget in BUDGETS:
+            name = f"elical-{budget} ({recipe})"
+            if not any(m == name for m, _ in models):
+                continue
+            share = ", ".join(f"{100 * v / r:.1f}" for v, r in zip(seeds_of(name, "in-domain"), reference))
+            drops = {d: np.mean([models[(m, s)][d][0] for (m, s) in models if m == "eli-only-0"])
+                     - np.mean([models[(m, s)][d][0] for (m, s) in models if m == name])
+                     for group in ("in-domain", "ood") for d in GROUPS[group]}
+            worst = max(drops, key=lambda d: drops[d])
+            lines.append(f"| {recipe} | {budget} | {method(name, 'in-domain')[0]:.3f} | {method(name, 'ood')[0]:.3f} | "
+                         f"{diff(name, 'eli-only-0', 'ood')} | {diff(name, f'cal-only-{budget}', 'ood')} | "
+                         f"{diff(name, f'cal-only-{budget}', 'in-domain')} | {share} | {drops[worst]:+.3f} ({worst}) |")
+    lines += ["", "| Cal-Only | labels | in-domain | OOD |", "|---|---|---|---|"]
+    lines += [f"| | {b} | {method(f'cal-only-{b}', 'in-domain')[0]:.3f} | {method(f'cal-only-{b}', 'ood')[0]:.3f} |"
+              for b in (*BUDGETS, "all")]
+    text = "\n".join(lines)
+    print(text)
+    if args.md:
+        args.md.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
