@@ -38,6 +38,7 @@ from elical.run.results import (
     mean_metrics_table,
     results_table,
     seed_summary,
+    transfer_matrix,
 )
 from elical.run.retrieval import RetrievalReport, RetrievalRun, retrieval_report
 from elical.run.subjects import Subject
@@ -46,7 +47,7 @@ from elical.run.targets import paper_targets
 HONESTY_SECTION = "Honesty (Alignment for Honesty vs EliCal gate)"
 RETRIEVAL_SECTIONS = ("Adaptive retrieval", "Abstention")  # with a retrieval: section, before the honesty one
 SECTIONS = ("Findings", "Targets from the paper", "Setup", "Table 2", "Differences (paired bootstrap)",
-            "Confidence vs labels", "Self-consistency and exposure", "Reliability diagrams", LABEL_QUALITY_SECTION,
+            "Where it transfers", "Confidence vs labels", "Self-consistency and exposure", "Reliability diagrams", LABEL_QUALITY_SECTION,
             "Notes")
 
 
@@ -230,6 +231,40 @@ def difference_blocks(differences: pd.DataFrame, evaluation: Evaluation, pool_si
     return blocks
 
 
+HURTS = 0.05  # AUROC below Eli-Only's on a dataset by more than this: the labels hurt there
+
+
+def transfer_blocks(numbers: RunNumbers) -> list[Block]:
+    """Where it transfers: each trained model's AUROC on each evaluated dataset next to Eli-Only's (its
+    difference in brackets; bold where it is more than HURTS below) and the best training-free method's."""
+    blocks: list[Block] = [Heading("Where it transfers")]
+    trained, best = transfer_matrix(numbers.summary, numbers.evaluation.baselines)
+    eli = [key for key in trained.index if key[0] == METHOD_NAMES["eli-only"]]
+    if trained.empty or not eli:
+        return blocks + [Paragraph("No Eli-Only model to compare with (train eli-only to see this table).")]
+    order = {"in-domain": 0, "ood": 1, "mc": 2}
+    trained = trained[sorted(trained.columns, key=lambda c: (order.get(c.split("/")[0], 3), c))]
+    reference = trained.loc[eli[0]]
+    columns = pd.MultiIndex.from_tuples([("", "model"), *(tuple(c.split("/", 1)) for c in trained.columns)])
+    rows, bold = {}, {}
+    free = numbers.summary[(numbers.summary.metric == "auroc")].set_index(["method", "split"])["mean"]
+    rows["best training-free"] = ["best training-free", *(f"{free[(best[c], c)]:.3f} {best[c]}" if c in best else "-"
+                                                         for c in trained.columns)]
+    bold["best training-free"] = [False] * len(columns)
+    for (method, budget), values in trained.iterrows():
+        label = method if (method, budget) == eli[0] else f"{method} ({int(budget)})"
+        delta = values - reference
+        rows[label] = [label, *(f"{v:.3f}" if label == method else f"{v:.3f} ({d:+.3f})" for v, d in zip(values, delta))]
+        bold[label] = [False, *(bool(d < -HURTS) for d in delta)]
+    shown = pd.DataFrame.from_dict(rows, orient="index", columns=columns).reset_index(drop=True)
+    return blocks + [
+        Paragraph("AUROC per evaluated dataset, mean over seeds: each trained model against Eli-Only (no labels; its "
+                  "difference in brackets, **bold** where it is more than "
+                  f"{HURTS} below), so a reader sees on which sets the labels help and on which they hurt."),
+        Table(shown, "Where calibration transfers (AUROC; best training-free method named per dataset)",
+              pd.DataFrame.from_dict(bold, orient="index", columns=columns).reset_index(drop=True))]
+
+
 def _split_metric_label(column: str) -> str:
     """'in-domain: ece@10-uniform' -> 'in-domain: ECE'."""
     split, sep, metric = column.partition(": ")
@@ -350,6 +385,7 @@ def run_document(numbers: RunNumbers) -> Document:
         *metric_blocks(numbers.mean_table, [m for m in ("auroc", evaluation.config.ece_name, "alignment")
                                             if m in set(numbers.mean_table.metric)]),
         *difference_blocks(numbers.differences, evaluation, numbers.pool_size),
+        *transfer_blocks(numbers),
         *_labels_blocks(numbers),
         *_exposure_blocks(numbers),
         *_reliability_blocks(numbers),

@@ -53,6 +53,18 @@ def seed_summary(results: pd.DataFrame) -> pd.DataFrame:
     return grouped.agg(mean="mean", std="std", n="count").reset_index()
 
 
+def transfer_matrix(summary: pd.DataFrame, training_free: Sequence[str]) -> tuple[pd.DataFrame, pd.Series]:
+    """AUROC (mean over seeds) of every trained method and budget on every evaluated dataset: rows (method,
+    budget) of trained methods, columns the summary's 'group/dataset' splits; and per dataset the best
+    training-free method's name. The report's "Where it transfers" reads it against Eli-Only."""
+    auroc = summary[(summary.metric == "auroc") & summary.split.str.contains("/", regex=False)]
+    wide = auroc.pivot_table(index=["method", "budget"], columns="split", values="mean", sort=False)
+    free = wide.loc[[m for m in wide.index if m[0] in set(training_free)]]
+    best = free.idxmax().map(lambda key: key[0]) if not free.empty else pd.Series(dtype=str)
+    trained = wide.loc[[m for m in wide.index if m[0] in set(METHOD_NAMES.values())]]
+    return trained, best
+
+
 def mean_metrics_table(metrics_table: pd.DataFrame, pool_size: int, models: Mapping[str, ModelKey]) -> pd.DataFrame:
     """The evaluation table averaged over seeds, methods renamed for display ('EliCal (100)', 'Cal-Only
     (all=1500)', 'Consis-Sem'): baselines first, then each trained method by labels (input to Table 2)."""
