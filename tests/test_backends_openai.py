@@ -341,5 +341,5 @@ def test_a_saved_config_keeps_no_password_and_is_not_reused_with_a_masked_one(tm
     assert cfg.base_url == f"http://user:{PASSWORD}@127.0.0.1:8000/v1"  # the run itself keeps it
     cfg.to_yaml(tmp_path / "annotate.yaml")
     assert "base_url: http://***@127.0.0.1:8000/v1" in (tmp_path / "annotate.yaml").read_text()
-    with pytest.raises(ValueError, match=r"annotate.yaml: base_url: holds a redacted credential"):
+    with pytest.raises(ValueError, match=r"annotate.yaml: line \d+: base_url: holds a redacted credential"):
         AnnotateConfig.from_yaml(tmp_path / "annotate.yaml")

@@ -41,8 +41,8 @@ def test_bad_values_fail_at_load_naming_the_setting(tmp_path):
         load_run_config(path=path)
     message = str(err.value)
     assert message.startswith(f"{path} (over preset 'default'): ")
-    assert "train.settings.lr: Input should be greater than 0" in message
-    assert "world.n_people: expected at least 10, got 5" in message
+    assert "line 2: train.settings.lr: must be greater than 0 (got -1.0)" in message
+    assert "line 3: world.n_people: must be at least 10 (got 5)" in message
     assert "evaluate.ece_strategy: Input should be 'uniform' or 'quantile'" in message
 
 

@@ -97,11 +97,14 @@ def test_every_writing_command_exits_2_naming_the_holder(tmp_path, holder, comma
     records = tmp_path / "records.jsonl"
     write_records([Record("Who?", ["x"], greedy_response="x", greedy_correct=1, dataset="d"),
                    Record("Why?", ["y"], greedy_response="z", greedy_correct=0, dataset="d")], records)
+    sampled = tmp_path / "sampled.jsonl"  # good input for train and honesty-tune, which check it before locking
+    write_records([Record(q, [a], greedy_response=a, greedy_correct=1, samples=[a, "z"], sample_correct=[1, 0],
+                          sample_consistent=[1, 0], dataset="d") for q, a in (("Who?", "x"), ("Why?", "y"))], sampled)
     args = {"annotate": ["annotate", str(data), "--out", str(out), "--model", model, "--k", "1"],
             "evaluate": ["evaluate", str(records), "--out", str(out), "--methods", "Consis-Lex"],
-            "train": ["train", str(data), "--out", str(out), "--model", model],
+            "train": ["train", str(sampled), "--out", str(out), "--model", model],
             "run": ["run", "--out", str(out)],
-            "honesty-tune": ["honesty-tune", str(data), "--out", str(out)]}[command]
+            "honesty-tune": ["honesty-tune", str(sampled), "--out", str(out)]}[command]
     proc = holder(out)
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output

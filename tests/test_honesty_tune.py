@@ -164,6 +164,7 @@ def test_cli_stops_on_records_without_samples(tiny_tokenizer, tmp_path):
 
     write_records([Record("Q?", ["a"], greedy_response="a", greedy_correct=1)], tmp_path / "bare.jsonl")
     (tmp_path / "never-loaded").mkdir()  # a model folder, so the records are what stops the command
+    (tmp_path / "never-loaded" / "config.json").write_text("{}")
     result = CliRunner().invoke(app, ["honesty-tune", str(tmp_path / "bare.jsonl"), "--out", str(tmp_path / "run"),
                                       "--model", str(tmp_path / "never-loaded")])
     assert result.exit_code == 2

@@ -282,7 +282,10 @@ def test_the_auroc_effect_compares_each_method_on_hand_and_judge_labels(tmp_path
 
 
 def _tiny_run(tmp_path: Path) -> Path:
-    """`elical run` of already-judged records (subject qa, nothing trained): a real run folder in seconds."""
+    """`elical run` of already-judged records (subject qa, one Eli-Only model of the world LM trained for an
+    epoch): a real run folder in seconds."""
+    from elical.world import default_lm_path
+
     records = _records(10)
     for rec in records:
         rec.extra = {}
@@ -290,11 +293,13 @@ def _tiny_run(tmp_path: Path) -> Path:
     write_records([r for r in records if r.split != "train"], tmp_path / "nq_test.jsonl")
     config = tmp_path / "run.yaml"
     config.write_text(json.dumps({
-        "name": "audit-tiny", "subject": "qa", "model": "none", "honesty": None, "torch_threads": 1,
+        "name": "audit-tiny", "subject": "qa", "model": str(default_lm_path()), "honesty": None, "torch_threads": 1,
         "qa": {"records": [str(tmp_path / "pool_train.jsonl"), str(tmp_path / "nq_test.jsonl")],
                "groups": {"nq": "in-domain", "popqa": "ood", "mc_capital": "mc"}},
         "questions": {"max_train": None, "max_eval_per_dataset": None},
-        "train": {"methods": [], "budgets": ["all"], "seeds": [0]},
+        "train": {"methods": ["eli-only"], "budgets": ["all"], "seeds": [0], "stage2_passes": None,
+                  "settings": {"epochs_stage1": 1, "batch_size": 8, "max_length": 64, "tokens_per_batch": 512,
+                               "row_length": 128, "save_steps": 0, "dtype": "float32", "mixed_precision": "no"}},
         "evaluate": {"n_resamples": 5, "alignment_repeats": 2}}))
     run = tmp_path / "run"
     result = CliRunner().invoke(app, ["run", "--config", str(config), "--out", str(run)])

@@ -7,6 +7,7 @@ import importlib.metadata
 import importlib.resources
 import os
 import re
+import sqlite3
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -511,10 +512,16 @@ def serve(
     upstream: str = typer.Option(None, help="Answer through this OpenAI-compatible server (base URL, e.g. http://host:8000/v1)."),
     upstream_model: str = typer.Option(None, help="The model name the upstream server serves."),
     upstream_api_key_env: str = typer.Option(None, help="Environment variable with the upstream API key (default: OPENAI_API_KEY if set)."),
-    host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0: all)."),
+    api_key_env: str = typer.Option(None, help="Environment variable holding the API key clients must send as 'Authorization: Bearer <key>' (all routes but /health)."),
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on (0.0.0.0: all; warned about without --api-key-env)."),
     port: int = typer.Option(8000, min=0, max=65535, help="Port to listen on."),
     device: str = typer.Option("auto", help="cpu, cuda, cuda:1 ... (auto: GPU if any)."),
-    max_new_tokens: int = typer.Option(256, min=1, help="Longest answer in tokens."),
+    max_new_tokens: int = typer.Option(256, min=1, help="Longest answer in tokens; a larger max_tokens in a request is a 400."),
+    max_body_bytes: int = typer.Option(8 * 1024 * 1024, min=1, help="Largest request body in bytes (413 above)."),
+    max_questions: int = typer.Option(256, min=1, help="Most questions per /v1/confidence request (413 above)."),
+    max_question_chars: int = typer.Option(20_000, min=1, help="Longest question, and chat's last user message, in characters (400 above)."),
+    batch_tokens: int = typer.Option(1024, min=1, help="Most (estimated) tokens per confidence pass; larger requests are split into passes that take turns with other requests."),
+    docs: bool = typer.Option(False, "--docs", help="Serve /docs, /redoc and /openapi.json."),
 ) -> None:
     """OpenAI-compatible server: confidence before generation, then answer, retrieve and answer, or abstain."""
     from rich.console import Console
@@ -527,11 +534,19 @@ def serve(
         import uvicorn
 
         from elical.serve import ServeConfig, build_app
+        from elical.serve.loading import exposure_warning
 
         config = ServeConfig(model_dir, tau, retrieve_below, corpus, upstream, upstream_model, upstream_api_key_env,
-                             device, max_new_tokens)
+                             device, max_new_tokens, api_key_env=api_key_env, docs=docs, max_body_bytes=max_body_bytes,
+                             max_questions=max_questions, max_question_chars=max_question_chars,
+                             batch_tokens=batch_tokens)
         server_app = build_app(config)
-    uvicorn.run(server_app, host=host, port=port, log_level="info")
+    warning = exposure_warning(host, api_key_env, upstream)
+    if warning:
+        Console(stderr=True).print(warning, style="bold red" if upstream else "yellow", soft_wrap=True, markup=False)
+    # idle connections stay open longer than clients keep them (httpx, so the openai SDK: 5 s), so that a client
+    # never sends a request on a connection the server is closing (uvicorn's own default is those same 5 s)
+    uvicorn.run(server_app, host=host, port=port, log_level="info", timeout_keep_alive=30)
 
 
 def _split_assignment(item: str, option: str) -> tuple[str, str]:
@@ -542,13 +557,17 @@ def _split_assignment(item: str, option: str) -> tuple[str, str]:
 
 
 def _yaml_value(text: str, option: str) -> object:
-    """An option's value read as YAML (``1e-4`` a number, ``[a, b]`` a list); bad YAML names the option."""
+    """An option's value read as YAML (``1e-4`` a number, ``[a, b]`` a list); bad YAML (a key given twice
+    included) names the option."""
     import yaml
 
+    from elical.yaml_config import load_yaml
+
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise typer.BadParameter(f"not a YAML value: {text!r}", param_hint=option) from None
+        return load_yaml(text)
+    except yaml.YAMLError as err:
+        reason = getattr(err, "problem", None) or str(err)
+        raise typer.BadParameter(f"not a YAML value: {text!r} ({reason})", param_hint=option) from None
 
 
 def _split_pair(item: str, option: str) -> tuple[str, str]:
@@ -573,6 +592,16 @@ def _user_errors(console):
         from elical.inputs import one_line
 
         console.print(f"[red]error:[/red] {escape(one_line(err))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    except (OSError, sqlite3.OperationalError) as err:
+        from rich.markup import escape
+
+        from elical.inputs import out_of_room
+
+        message = out_of_room(err)
+        if message is None:
+            raise
+        console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -688,14 +717,19 @@ def world_generate(
     seed: int = typer.Option(None, help="World seed (overrides the config)."),
 ) -> None:
     """Draw the synthetic world from its seed and write its facts, corpus and questions."""
-    from elical.world.config import load_world_configs
+    from rich.console import Console
+
+    from elical.inputs import check_output
+    from elical.world.config import WorldConfig, from_dict, load_world_configs
     from elical.world.generate import generate_world
     from elical.world.io import write_world
 
-    world_cfg, _ = load_world_configs(str(config) if config else None)
-    if seed is not None:
-        world_cfg.seed = seed
-    world = generate_world(world_cfg)
+    with _user_errors(Console()):
+        check_output(out, "folder")
+        world_cfg, _ = load_world_configs(str(config) if config else None)
+        if seed is not None:
+            world_cfg = from_dict(WorldConfig, {**world_cfg.model_dump(), "seed": seed}, "--seed")
+        world = generate_world(world_cfg)
     paths = write_world(world, out)
     typer.echo(f"world {world.fingerprint()}: {len(world.people)} people; wrote {', '.join(str(p) for p in paths.values())}")
 
@@ -710,12 +744,19 @@ def world_train_lm(
     device: str = typer.Option(None, help="cuda or cpu (default: cuda when available)."),
 ) -> None:
     """Pretrain the world's tiny LM on its corpus + QA examples and save it (safetensors + tokenizer)."""
+    from rich.console import Console
+
+    from elical.inputs import check_device, check_output
     from elical.world import default_lm_path
     from elical.world.config import load_world_configs
     from elical.world.lm import train_world_lm
 
-    world_cfg, lm_cfg = load_world_configs(str(config) if config else None, steps=steps,
-                                           hidden_size=hidden_size, num_layers=num_layers)
+    with _user_errors(Console()):
+        check_output(out or default_lm_path(), "folder")
+        if device is not None:
+            check_device(device, "--device")
+        world_cfg, lm_cfg = load_world_configs(str(config) if config else None, steps=steps,
+                                               hidden_size=hidden_size, num_layers=num_layers)
     final = train_world_lm(world_cfg, lm_cfg, out or default_lm_path(), device=device, log=typer.echo)
     typer.echo(f"saved to {out or default_lm_path()}: {final}")
 

@@ -14,14 +14,15 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from elical import metrics
 from elical.confidence import applicable_estimators, score_records
+from elical.inputs import Range, Seed
 from elical.model_key import ModelKey
 from elical.predictions import Predictions
 from elical.records import Record
@@ -37,7 +38,10 @@ AVERAGE = "average"
 COLUMNS = ["method", "dataset", "group", "metric", "value", "ci_low", "ci_high"]
 
 
+# Upper bounds where each unit is an array slot per question and bootstrap resample: 10**9 exhausts memory.
 MAX_ECE_BINS = 10_000
+MAX_RESAMPLES = 100_000
+MAX_ALIGNMENT_REPEATS = 10_000
 
 
 class EvalConfig(BaseModel):
@@ -46,37 +50,16 @@ class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     methods: list[str] | None = None  # training-free baselines to score (None: every one the records support)
-    n_resamples: int = 200
-    level: float = 0.95
-    seed: int = 0
-    ece_bins: int = 10
+    n_resamples: Annotated[int, Range(1, MAX_RESAMPLES)] = 200
+    level: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.95
+    seed: Seed = 0
+    ece_bins: Annotated[int, Range(1, MAX_ECE_BINS)] = 10
     ece_strategy: metrics.BinStrategy = "uniform"
-    alignment_repeats: int = 10
-    alignment_fraction: float = 0.2
+    alignment_repeats: Annotated[int, Range(1, MAX_ALIGNMENT_REPEATS)] = 10
+    alignment_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.2
     convention: metrics.Convention = "elical"
     groups: dict[str, str] = Field(default_factory=dict)  # dataset -> group overrides
     compare: list[tuple[str, str]] = Field(default_factory=list)  # (A, B): report A - B with a paired interval
-
-    @field_validator("n_resamples", "ece_bins", "alignment_repeats")
-    @classmethod
-    def _at_least_one(cls, value: int) -> int:
-        if value < 1:
-            raise ValueError(f"must be at least 1, got {value}")
-        return value
-
-    @field_validator("ece_bins")
-    @classmethod
-    def _bins_fit(cls, value: int) -> int:
-        if value > MAX_ECE_BINS:  # each bin is an array slot per bootstrap resample: 10**9 exhausts memory
-            raise ValueError(f"must be at most {MAX_ECE_BINS}, got {value}")
-        return value
-
-    @field_validator("level", "alignment_fraction")
-    @classmethod
-    def _share(cls, value: float) -> float:
-        if not 0 < value < 1:
-            raise ValueError(f"must lie strictly between 0 and 1, got {value}")
-        return value
 
     @property
     def ece_name(self) -> str:

@@ -12,16 +12,12 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
 
 from elical.redact import redact
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class FolderInUse(RuntimeError):
@@ -103,16 +99,3 @@ def launch_lock(folder: str | os.PathLike) -> Iterator[None]:
             raise FolderInUse(refusal[0])
         yield
 
-
-def holding_launch_lock(folder_of: Callable[..., str | os.PathLike]) -> Callable[[F], F]:
-    """Decorator: run the function inside :func:`launch_lock` of ``folder_of(*args, **kwargs)``."""
-
-    def decorate(func: F) -> F:
-        @wraps(func)
-        def locked(*args: Any, **kwargs: Any) -> Any:
-            with launch_lock(folder_of(*args, **kwargs)):
-                return func(*args, **kwargs)
-
-        return locked  # type: ignore[return-value]
-
-    return decorate

@@ -54,9 +54,9 @@ def _alias_source(key: str) -> ModelSource:
 
 
 def resolve_model(spec: str) -> ModelSource:
-    """Turn an alias (``smollm2``, ``world-lm``), a ``.gguf`` file, a folder or a model name in the local
-    Hugging Face cache into a ModelSource; anything else (an unknown alias, a missing path) is a
-    FileNotFoundError saying what was looked for, raised before any loading starts."""
+    """Turn an alias (``smollm2``, ``world-lm``), a ``.gguf`` file, a model folder (with config.json) or a model
+    name in the local Hugging Face cache into a ModelSource; anything else (an unknown alias, a missing path, a
+    data file or other folder) is a FileNotFoundError saying what was looked for, raised before any loading starts."""
     key = spec.lower()
     if key in ALIASES:
         return _alias_source(key)
@@ -65,8 +65,13 @@ def resolve_model(spec: str) -> ModelSource:
         if not path.exists():
             raise FileNotFoundError(f"GGUF file not found: {path}")
         return ModelSource(str(path.parent), path.name, name=path.stem)
-    if path.exists():
+    if path.is_dir() and (path / "config.json").is_file():
         return ModelSource(spec, None, name=path.name)
+    if path.exists():
+        what = "a folder without config.json" if path.is_dir() else f"a {path.suffix or 'plain'} file"
+        raise FileNotFoundError(f"{spec} is {what}, not a model: expected an alias ({', '.join(ALIASES)}), a .gguf "
+                                "file, a Hugging Face model folder (config.json and weights) or a model name in the "
+                                "local Hugging Face cache")
     if spec.startswith(("/", ".", "~")) or spec.count("/") > 1 or "\\" in spec:
         raise FileNotFoundError(f"model folder not found: {spec}")
     if not _in_hf_cache(spec):

@@ -3,10 +3,11 @@ model's :class:`ModelConfig` is built from them (a leaf module: no torch, so con
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from elical.inputs import Range
 from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT  # the paper's QA prompt
 
 HeadKind = Literal["linear", "mlp"]
@@ -18,11 +19,11 @@ class ModelFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     head: HeadKind = "linear"
-    lora_r: int = Field(8, ge=1)
-    lora_alpha: int = 16
-    lora_dropout: float = 0.0
+    lora_r: Annotated[int, Range(1)] = 8
+    lora_alpha: Annotated[int, Range(1)] = 16  # LoRA's update is scaled by alpha / r: 0 would switch it off
+    lora_dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.0
     target_modules: str | list[str] = "all-linear"
-    max_length: int = Field(512, ge=1)
+    max_length: Annotated[int, Range(1)] = 512
     dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
     attn_implementation: str = "sdpa"
 

@@ -8,16 +8,18 @@ and JSONL an optional ``method`` column carries the name. Without any, the file 
 
 from __future__ import annotations
 
+import csv
 import json
-import math
 import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elical.inputs import InputError, text_lines
 from elical.model_key import ModelKey
-from elical.records import RecordError, atomic_write
+from elical.records import RecordError, atomic_write, iter_json_objects, read_parquet_table
+from elical.strict_json import loads
 
 
 @dataclass
@@ -69,51 +71,125 @@ def write_predictions(
 
 
 def read_predictions(path: str | os.PathLike) -> Predictions:
-    """Read a prediction file, checking ids are present and unique and confidences are numbers in [0, 1];
+    """Read a prediction file, checking ids are non-empty strings, present and unique, confidences numbers in
+    [0, 1] (never booleans; CSV text that reads as one), one method throughout and no column given twice;
     a bad file or row is a RecordError naming the file and row."""
-    import pandas as pd
-
     path = Path(path)
-    method, meta, key = path.stem, {}, None
     if path.suffix not in (".parquet", ".csv", ".jsonl"):
         raise RecordError(path, None, None, "unknown prediction format (use .parquet, .csv or .jsonl)")
     if not path.is_file():
         raise FileNotFoundError(f"prediction file not found: {path}")
+    method: str = path.stem
+    meta: dict[str, Any] = {}
+    key: ModelKey | None = None
     try:
         if path.suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(path)
-            schema_meta = table.schema.metadata or {}
-            method = schema_meta.get(b"elical.method", method.encode()).decode()
-            meta = json.loads(schema_meta.get(b"elical.meta", b"{}"))
-            if b"elical.model_key" in schema_meta:
-                key = ModelKey.from_dict(json.loads(schema_meta[b"elical.model_key"]))
-            frame = table.to_pandas()
+            columns, rows, (method, meta, key) = _parquet_rows(path)
         elif path.suffix == ".csv":
-            frame = pd.read_csv(path, dtype={"id": str})
+            columns, rows = _csv_rows(path)
         else:
-            frame = pd.read_json(path, lines=True, dtype={"id": str})
-    except (OSError, ValueError) as err:  # UnicodeDecodeError, pandas and pyarrow parse errors
-        reason = " ".join(str(err).split())[:200]
-        raise RecordError(path, None, None, f"not a readable {path.suffix[1:]} file ({reason})") from None
+            rows = list(iter_json_objects(path))
+            columns = list(rows[0][1]) if rows else []
+    except InputError as err:  # a binary or non-UTF-8 text file
+        where = str(err).removeprefix(f"{path}:")
+        raise RecordError(path, None, None, f"not a readable {path.suffix[1:]} file (line {where.strip()})") from None
     for column in ("id", "confidence"):
-        if column not in frame.columns:
-            raise RecordError(path, None, column, f"missing column; found {list(frame.columns)}")
-    if "method" in frame.columns and len(frame):
-        method = str(frame["method"].iloc[0])
-    first_row = 2 if path.suffix == ".csv" else 1  # a CSV's row 1 is its header
-    values = pd.to_numeric(frame["confidence"], errors="coerce").astype(float).tolist()
-    seen: set[str] = set()
-    for row, (rid, raw, value) in enumerate(zip(frame["id"], frame["confidence"], values), start=first_row):
-        if pd.isna(rid) or str(rid) == "":
+        if column not in columns:
+            raise RecordError(path, None, column, f"missing column; found {columns}")
+    confidence: dict[str, float] = {}
+    for row, values in rows:
+        rid, raw = values.get("id"), values.get("confidence")
+        if rid is None or rid == "":
             raise RecordError(path, row, "id", "missing id")
-        if str(rid) in seen:
-            raise RecordError(path, row, "id", f"duplicate id {str(rid)!r}")
-        seen.add(str(rid))
-        if math.isnan(value) or not 0.0 <= value <= 1.0:
-            raise RecordError(path, row, "confidence", f"expected a number in [0, 1], got {raw!r}")
-    return Predictions(method=method, confidence=dict(zip(map(str, frame["id"]), values)), meta=meta, key=key)
+        if not isinstance(rid, str):
+            raise RecordError(path, row, "id", f"expected a string, got {_shown(rid)}")
+        if rid in confidence:
+            raise RecordError(path, row, "id", f"duplicate id {rid!r}")
+        value = _confidence(raw)
+        if value is None:
+            raise RecordError(path, row, "confidence", f"expected a number in [0, 1], got {_shown(raw)}")
+        confidence[rid] = value
+    if "method" in columns and rows:
+        method = _one_method(path, rows) or method  # an empty name: the file's
+    return Predictions(method=method, confidence=confidence, meta=meta, key=key)
+
+
+Rows = list[tuple[int, dict[str, Any]]]  # (line or row number, value by column) of a prediction file
+
+
+def _shown(value: Any) -> str:
+    """A JSON or Parquet value for an error message: containers by size only, text as written, else type and value."""
+    if isinstance(value, (list, dict)):
+        return f"a list of {len(value)} element(s)" if isinstance(value, list) else f"an object of {len(value)} key(s)"
+    if value is None or isinstance(value, str):
+        return "null" if value is None else repr(value[:40])
+    return f"{type(value).__name__} {value!r}"[:60]
+
+
+def _confidence(value: Any) -> float | None:
+    """A confidence: a number (not a boolean) or text holding one, in [0, 1]; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (ValueError, OverflowError):
+        return None
+    return number if 0.0 <= number <= 1.0 else None  # NaN fails too
+
+
+def _one_method(path: Path, rows: Rows) -> str:
+    """The method every row names (a string, the same on each row)."""
+    first = rows[0][1].get("method")
+    for row, values in rows:
+        method = values.get("method")
+        if not isinstance(method, str) or method != first:
+            raise RecordError(path, row, "method", f"expected the same method name on every row ({_shown(first)} "
+                                                   f"on the first), got {_shown(method)}")
+    return str(first)
+
+
+def _csv_rows(path: Path) -> tuple[list[str], Rows]:
+    """A CSV's header and rows (line number, text by column); a repeated column or a row of another width is
+    a RecordError."""
+    reader = csv.reader(line for _, line in text_lines(path))
+    try:
+        header = next(reader, [])
+        header[:1] = [name.removeprefix("\ufeff") for name in header[:1]]  # a byte-order mark (spreadsheet exports)
+        _check_unique(path, header)
+        rows: Rows = []
+        for values in reader:
+            if not values:
+                continue
+            if len(values) != len(header):
+                raise RecordError(path, reader.line_num, None, f"expected {len(header)} columns as in the header, got "
+                                                               f"{len(values)}; quote fields that hold commas")
+            rows.append((reader.line_num, dict(zip(header, values))))
+    except csv.Error as err:
+        raise RecordError(path, reader.line_num, None, f"not readable CSV ({err})") from None
+    return header, rows
+
+
+def _parquet_rows(path: Path) -> tuple[list[str], Rows, tuple[str, dict[str, Any], ModelKey | None]]:
+    """A Parquet prediction file's columns, rows and (method, meta, model key) from its metadata."""
+    table = read_parquet_table(path)
+    try:
+        schema_meta = table.schema.metadata or {}
+        method = schema_meta.get(b"elical.method", path.stem.encode()).decode()
+        meta = loads(schema_meta.get(b"elical.meta", b"{}").decode())
+        key = ModelKey.from_dict(loads(schema_meta[b"elical.model_key"].decode())) if b"elical.model_key" in schema_meta else None
+    except (ValueError, TypeError, KeyError) as err:  # bad metadata
+        reason = " ".join(str(err).split())[:200]
+        raise RecordError(path, None, None, f"unreadable elical metadata ({reason})") from None
+    if not isinstance(meta, dict):
+        raise RecordError(path, None, None, "unreadable elical metadata (elical.meta is not a JSON object)")
+    return table.column_names, list(enumerate(table.to_pylist(), start=1)), (method, meta, key)
+
+
+def _check_unique(path: Path, columns: list[str]) -> None:
+    """A column named twice is an error (which one counts would be a guess)."""
+    repeated = next((name for i, name in enumerate(columns) if name in columns[:i]), None)
+    if repeated is not None:
+        raise RecordError(path, None, repeated, "column given twice (each column may appear once)")
 
 
 def unmatched_note(predictions: Predictions, record_ids: Collection[str]) -> str | None:

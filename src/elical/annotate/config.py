@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
@@ -14,7 +14,7 @@ from elical.annotate.judges import judge_version
 from elical.annotate.prompts import PromptConfig
 from elical.annotate.ray_engine import RaySettings
 from elical.data.items import parse_shard
-from elical.inputs import Device
+from elical.inputs import Device, Distinct, Range, Seed
 from elical.records.record import verbal_kind
 from elical.redact import MASK, redact
 from elical.yaml_config import YamlConfig
@@ -52,9 +52,9 @@ class JudgeConfig(BaseModel):
     consistency: ConsistencyJudgeKind = "answer"
     llm_model: str | None = None  # judge model for `llm`/`cascade` (path, alias); None = the answering model
     embedding_model: str | None = None  # None = the packaged all-MiniLM-L6-v2 (`embedding` and `answer`)
-    embedding_threshold: float = Field(0.8, ge=0.0, le=1.0)  # `embedding`: cosine of the whole texts
-    answer_threshold: float = Field(ANSWER_THRESHOLD, ge=0.0, le=1.0)  # `answer`: cosine of what differs
-    batch_size: int = Field(32, ge=1)
+    embedding_threshold: Annotated[float, Range(0, 1)] = 0.8  # `embedding`: cosine of the whole texts
+    answer_threshold: Annotated[float, Range(0, 1)] = ANSWER_THRESHOLD  # `answer`: cosine of what differs
+    batch_size: Annotated[int, Range(1)] = 32
     cache: bool = True  # cache judgements on disk (out_dir/judge_cache.sqlite)
 
 
@@ -72,28 +72,28 @@ class AnnotateConfig(YamlConfig):
     base_url: str | list[str] | None = None
     # openai backend: the environment variable holding the API key (None: OPENAI_API_KEY when set); never the key
     api_key_env: str | None = None
-    concurrency: int = Field(8, ge=1)  # openai backend: requests in flight on each server
-    connect_timeout: float = Field(10.0, gt=0)  # openai backend: seconds to connect
-    read_timeout: float = Field(120.0, gt=0)  # openai backend: seconds to wait for an answer
+    concurrency: Annotated[int, Range(1)] = 8  # openai backend: requests in flight on each server
+    connect_timeout: Annotated[float, Range(0, low_open=True)] = 10.0  # openai backend: seconds to connect
+    read_timeout: Annotated[float, Range(0, low_open=True)] = 120.0  # openai backend: seconds to wait for an answer
     dtype: str = "auto"
     device: Device = "auto"
-    k: int = Field(PAPER_SAMPLING.n, ge=0)
-    temperature: float = Field(PAPER_SAMPLING.temperature, gt=0)
-    top_p: float = Field(PAPER_SAMPLING.top_p, gt=0, le=1)
-    top_k: int = Field(PAPER_SAMPLING.top_k, ge=0)
-    max_new_tokens: int = Field(PAPER_SAMPLING.max_new_tokens, ge=1)
-    repetition_penalty: float = Field(PAPER_SAMPLING.repetition_penalty, gt=0)
-    seed: int = 0
-    batch_size: int = Field(64, ge=1)  # sequences per generate call (HF); prompts per call = batch_size // k
+    k: Annotated[int, Range(0, note="0: greedy answers only")] = PAPER_SAMPLING.n
+    temperature: Annotated[float, Range(0, low_open=True)] = PAPER_SAMPLING.temperature
+    top_p: Annotated[float, Range(0, 1, low_open=True)] = PAPER_SAMPLING.top_p
+    top_k: Annotated[int, Range(0, note="0: no top-k cut")] = PAPER_SAMPLING.top_k
+    max_new_tokens: Annotated[int, Range(1)] = PAPER_SAMPLING.max_new_tokens
+    repetition_penalty: Annotated[float, Range(0, low_open=True, note="1.0: none")] = PAPER_SAMPLING.repetition_penalty
+    seed: Seed = 0
+    batch_size: Annotated[int, Range(1)] = 64  # sequences per generate call (HF); prompts per call = batch_size // k
     shared_prefix: bool = True
     fast_decode: bool = False  # hf backend: elical's decoding loop (fixed-shape buffers; CUDA graphs on a GPU)
-    chunk_size: int = Field(256, ge=1)  # questions per output shard file
-    retries: int = Field(2, ge=0)
+    chunk_size: Annotated[int, Range(1)] = 256  # questions per output shard file
+    retries: Annotated[int, Range(0)] = 2
     shard: str = "0/1"
     engine: Literal["local", "ray"] = "local"  # ray: every shard on Ray workers (elical.annotate.ray_engine)
     ray: RaySettings = Field(default_factory=RaySettings)
     vllm: VLLMSettings = Field(default_factory=VLLMSettings)  # vllm backend: the engine's settings
-    verbal: list[Literal["verbal-0", "verbal-10"]] = Field(
+    verbal: Annotated[list[Literal["verbal-0", "verbal-10"]], Distinct(min_items=0)] = Field(
         default_factory=list, description="verbalized-confidence prompts to ask (verbal-0, verbal-10; 'verbal0' also accepted)")
     verbal_examples: str | None = None  # records file of a split that is NOT evaluated (for Verbal-10)
     prompts: PromptConfig = Field(default_factory=PromptConfig)

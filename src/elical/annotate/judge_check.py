@@ -11,7 +11,6 @@ Optional ``"choices"`` marks a multiple-choice item. ``elical judge-check`` prin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -24,6 +23,7 @@ from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_factory import judge_maker
 from elical.annotate.judge_models import AnswerJudge, cosine_pairs
 from elical.annotate.judges import Judge, JudgeQuery, Task
+from elical.records import iter_json_objects
 
 ALL = "all"
 
@@ -58,10 +58,7 @@ def _pair(row: dict, where: str) -> Pair:
 
 def read_pairs(path: str | Path) -> list[Pair]:
     """The labelled pairs of a JSONL file (all rows of one task)."""
-    pairs = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            pairs.append(_pair(json.loads(line), f"{path}:{number}"))
+    pairs = [_pair(row, f"{path}:{number}") for number, row in iter_json_objects(path)]
     if not pairs:
         raise ValueError(f"{path}: no pairs")
     if len({p.query.task for p in pairs}) > 1:

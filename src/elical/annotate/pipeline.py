@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from elical.annotate.backends.base import Backend, Generation, GenerationSettings, Prompt, group
+from elical.annotate.backends.base import (
+    Backend,
+    Generation,
+    GenerationSettings,
+    Prompt,
+    UnusableAnswer,
+    group,
+)
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judges import CachedJudge, Judge, JudgeQuery, JudgeStats
 from elical.annotate.progress import annotate_progress
@@ -85,7 +92,9 @@ def generate_safely(
     prompt of a failed batch alone, up to ``retries`` more times."""
     try:
         return list(group(backend.generate(prompts, settings), settings.n))
-    except Exception as err:  # noqa: BLE001 - any backend error is retried per question, then recorded
+    except UnusableAnswer:
+        raise
+    except Exception as err:  # noqa: BLE001 - any other backend error is retried per question, then recorded
         batch_error = f"{type(err).__name__}: {err}"
     out: list[Outcome] = []
     for prompt in prompts:
@@ -94,6 +103,8 @@ def generate_safely(
             try:
                 out.append(group(backend.generate([prompt], settings), settings.n)[0])
                 break
+            except UnusableAnswer:
+                raise
             except Exception as err:  # noqa: BLE001
                 reason = f"{type(err).__name__}: {err}"
         else:

@@ -16,11 +16,11 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from elical.inputs import InputError
+from elical.inputs import InputError, Range
 
 if TYPE_CHECKING:
     from elical.annotate.config import AnnotateConfig
@@ -36,10 +36,10 @@ class RaySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     address: str | None = None  # "auto" or ray://host:10001: an existing cluster; None: start a local one
-    num_cpus: int | None = Field(None, ge=1)  # CPUs of the local cluster (None: all of this machine's)
-    workers: int | None = Field(None, ge=1)  # actors, one model each (None: one per GPU, else one per CPU)
-    shards: int | None = Field(None, ge=1)  # None: the count already on disk, else workers x 4
-    max_retries: int = Field(3, ge=0)  # reruns of a shard whose worker died
+    num_cpus: Annotated[int, Range(1)] | None = None  # CPUs of the local cluster (None: all of this machine's)
+    workers: Annotated[int, Range(1)] | None = None  # actors, one model each (None: one per GPU, else one per CPU)
+    shards: Annotated[int, Range(1)] | None = None  # None: the count already on disk, else workers x 4
+    max_retries: Annotated[int, Range(0)] = 3  # reruns of a shard whose worker died
 
 
 class ShardWorker:

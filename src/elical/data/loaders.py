@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -20,6 +19,7 @@ from elical.records import (
     dedupe_ids,
     iter_json_objects,
 )
+from elical.strict_json import JsonError, loads
 
 
 def _item(row: dict[str, Any], dataset: str, split: str, where: tuple[Any, int | None]) -> QAItem:
@@ -38,9 +38,9 @@ def iter_jsonl_items(path: str | os.PathLike, dataset: str | None = None, split:
     path = Path(path)
     if path.suffix == ".json":
         try:
-            rows = json.loads(read_text(path))
-        except json.JSONDecodeError as err:
-            raise RecordError(path, err.lineno, None, f"malformed JSON ({err.msg} at column {err.colno})") from None
+            rows = loads(read_text(path))
+        except JsonError as err:
+            raise RecordError(path, err.line, None, err.message) from None
         if isinstance(rows, dict) and "data" in rows:
             rows = rows["data"]
         if not isinstance(rows, list):

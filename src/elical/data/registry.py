@@ -7,10 +7,11 @@ the plain ``{question, answer}`` form used by ../shared/data and the EliCal auth
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from elical.strict_json import JsonError, loads
 
 Converted = tuple[str, list[str], "list[str] | None"]
 Converter = Callable[[dict[str, Any]], Converted]
@@ -20,30 +21,45 @@ class ConversionError(ValueError):
     """A row lacks the fields its dataset format needs; the message says which."""
 
 
+def _describe(value: Any) -> str:
+    """A JSON value for an error message (containers by size only: they may nest deeply)."""
+    if isinstance(value, list):
+        return f"a list of {len(value)} element(s)"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} key(s)"
+    return "null" if value is None else f"{type(value).__name__} {value!r}"[:80]
+
+
 def _as_list(value: Any, field: str) -> list[str]:
+    """Gold aliases: a string, a list of strings (CWQ: also ``{answer, aliases}`` objects) or, as PopQA
+    stores them, JSON text of such a list. Anything else (null, a number, a boolean, a nested list) is a
+    ConversionError: it is never turned into text."""
     if value is None:
         raise ConversionError(f"field '{field}' is missing")
     if isinstance(value, str):
-        stripped = value.strip()
-        if stripped.startswith("["):  # PopQA stores its aliases as a JSON string
-            try:
-                value = json.loads(stripped)
-            except json.JSONDecodeError:
-                return [value]
-        else:
+        if not value.strip().startswith("["):
             return [value]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [str(value)]
-    if isinstance(value, list):
-        out: list[str] = []
-        for v in value:
-            if isinstance(v, dict):  # CWQ: [{"answer": ..., "aliases": [...]}]
-                out.extend(_as_list(v.get("answer"), f"{field}.answer"))
-                out.extend(str(a) for a in v.get("aliases") or [])
-            else:
-                out.append(str(v))
-        return out
-    raise ConversionError(f"field '{field}': expected a string or a list, got {type(value).__name__}")
+        try:
+            value = loads(value)
+        except JsonError:
+            return [value]
+    if not isinstance(value, list):
+        raise ConversionError(f"field '{field}': expected a string or a list of strings, got {_describe(value)}")
+    out: list[str] = []
+    for i, v in enumerate(value):
+        if isinstance(v, dict):  # CWQ: [{"answer": ..., "aliases": [...]}]
+            out.extend(_as_list(v.get("answer"), f"{field}[{i}].answer"))
+            out.extend(_strings(v.get("aliases"), f"{field}[{i}].aliases"))
+        elif isinstance(v, str):
+            out.append(v)
+        else:
+            raise ConversionError(f"field '{field}': expected a list of strings, got {_describe(v)} at position {i}")
+    return out
+
+
+def _strings(value: Any, field: str) -> list[str]:
+    """An optional list of extra aliases: absent or null is none, a string is one."""
+    return [] if value is None else _as_list(value, field)
 
 
 def _question(row: dict[str, Any], *keys: str) -> str:
@@ -77,8 +93,9 @@ def convert_triviaqa(row: dict[str, Any]) -> Converted:
     answer = row.get("answer") or row.get("Answer")
     if not isinstance(answer, dict):
         return convert_generic(row)
-    values = [answer.get("value") or answer.get("Value") or ""] + list(answer.get("aliases") or answer.get("Aliases") or [])
-    return _question(row, "question", "Question"), _dedupe([str(v) for v in values]), None
+    value = answer.get("value", answer.get("Value"))
+    aliases = answer.get("aliases", answer.get("Aliases"))
+    return _question(row, "question", "Question"), _dedupe(_strings(value, "answer.value") + _strings(aliases, "answer.aliases")), None
 
 
 def convert_squad(row: dict[str, Any]) -> Converted:
@@ -91,7 +108,7 @@ def convert_squad(row: dict[str, Any]) -> Converted:
 
 def convert_musique(row: dict[str, Any]) -> Converted:
     """MuSiQue: ``answer`` plus ``answer_aliases``."""
-    values = _as_list(row.get("answer"), "answer") + [str(a) for a in row.get("answer_aliases") or []]
+    values = _as_list(row.get("answer"), "answer") + _strings(row.get("answer_aliases"), "answer_aliases")
     return _question(row), _dedupe(values), None
 
 
@@ -119,14 +136,9 @@ def convert_mmlu(row: dict[str, Any]) -> Converted:
     """MMLU: HF ``cais/mmlu`` (``choices`` + integer ``answer``) or CSV rows (``A``..``D`` + letter)."""
     from elical.data.items import CHOICE_LETTERS
 
-    if "choices" in row:
-        choices = [str(c) for c in row["choices"]]
-    else:
-        choices = [str(row[k]) for k in CHOICE_LETTERS if k in row and row[k] is not None]
-    if len(choices) < 2:
-        raise ConversionError("expected the options in 'choices' or in columns A, B, C, D")
+    choices = _options(row)
     answer = row.get("answer")
-    if isinstance(answer, int) or (isinstance(answer, str) and answer.strip().isdigit()):
+    if (isinstance(answer, int) and not isinstance(answer, bool)) or (isinstance(answer, str) and answer.strip().isdigit()):
         index = int(answer)
     elif isinstance(answer, str) and answer.strip().upper() in CHOICE_LETTERS[: len(choices)]:
         index = CHOICE_LETTERS.index(answer.strip().upper())
@@ -135,6 +147,30 @@ def convert_mmlu(row: dict[str, Any]) -> Converted:
     if not 0 <= index < len(choices):
         raise ConversionError(f"field 'answer': index {index} out of range for {len(choices)} options")
     return _question(row), [CHOICE_LETTERS[index]], choices
+
+
+def _options(row: dict[str, Any]) -> list[str]:
+    """A multiple-choice row's options: a ``choices`` list, or columns A, B, C, ... from A on without a gap;
+    each a non-empty string, at least two."""
+    from elical.data.items import CHOICE_LETTERS
+
+    if "choices" in row:
+        choices = row["choices"]
+        if not isinstance(choices, list):
+            raise ConversionError(f"field 'choices': expected a list of options, got {_describe(choices)}")
+        names = [f"choices[{i}]" for i in range(len(choices))]
+    else:
+        count = next((i for i, letter in enumerate(CHOICE_LETTERS) if letter not in row), len(CHOICE_LETTERS))
+        if any(letter in row for letter in CHOICE_LETTERS[count:]):
+            raise ConversionError(f"field '{CHOICE_LETTERS[count]}' is missing (the options run from A without a gap)")
+        names = list(CHOICE_LETTERS[:count])
+        choices = [row[letter] for letter in names]
+    for name, option in zip(names, choices):
+        if not isinstance(option, str) or not option.strip():
+            raise ConversionError(f"field '{name}': expected an option (non-empty text), got {_describe(option)}")
+    if len(choices) < 2:
+        raise ConversionError("expected at least two options in 'choices' or in columns A, B, C, D")
+    return choices
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from elical.honesty.builders import build_examples, check_records, summarize
+from elical.honesty.builders import SFTExample, build_examples, check_records, summarize
 from elical.honesty.config import HonestyConfig, TuneConfig
 from elical.honesty.tune import TuneResult
 
@@ -28,24 +28,25 @@ def load_config(path: str | os.PathLike | None, **overrides) -> HonestyConfig:
 def tune_from_files(
     records: Sequence[str | os.PathLike], model: str, out: str | os.PathLike, config: HonestyConfig, progress: bool = True
 ) -> tuple[TuneResult, dict]:
-    """Build the method's examples from record files (checked first), tune LoRA on the model, save;
-    one process at a time per output folder (elical.folder_lock)."""
+    """Build the method's examples from record files (checked first, before the output folder's lock is
+    taken: bad records leave nothing behind), tune LoRA on the model, save; one process at a time per
+    output folder (elical.folder_lock)."""
     from elical.folder_lock import folder_lock
+    from elical.records import read_records
 
+    examples = build_examples(check_records(read_records(list(records))), config.method, config)
     with folder_lock(out):
-        return _tune_locked(records, model, out, config, progress)
+        return _tune_locked(examples, records, model, out, config, progress)
 
 
 def _tune_locked(
-    records: Sequence[str | os.PathLike], model: str, out: str | os.PathLike, config: HonestyConfig, progress: bool
+    examples: list[SFTExample], records: Sequence[str | os.PathLike], model: str, out: str | os.PathLike, config: HonestyConfig,
+    progress: bool,
 ) -> tuple[TuneResult, dict]:
     """:func:`tune_from_files` once it holds the output folder's lock."""
     from elical.honesty.tune import tune
     from elical.loading import load_model
-    from elical.records import read_records
 
-    loaded = check_records(read_records(list(records)))
-    examples = build_examples(loaded, config.method, config)
     lm, tokenizer, source = load_model(model, device=config.tune.device)
     result = tune(examples, lm, tokenizer, config, out, progress=progress, base_name=source.name or model)
     meta_path = Path(out) / "tune_meta.json"

@@ -7,11 +7,11 @@ the keyword list of the refusal heuristic. Every wording is a setting.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from elical.inputs import Device
+from elical.inputs import Device, Distinct, Range, Seed
 from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT
 from elical.yaml_config import YamlConfig
 
@@ -39,7 +39,7 @@ class VerbLevel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    up_to: float = Field(ge=0.0, le=1.0)
+    up_to: Annotated[float, Range(0, 1)]
     text: str
 
 
@@ -60,20 +60,20 @@ class TuneConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    lora_r: int = Field(8, ge=1)
-    lora_alpha: int = 16
-    lora_dropout: float = 0.0
+    lora_r: Annotated[int, Range(1)] = 8
+    lora_alpha: Annotated[int, Range(1)] = 16
+    lora_dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.0
     target_modules: list[str] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     )
-    learning_rate: float = Field(1e-4, gt=0)
-    weight_decay: float = 0.0
-    warmup_ratio: float = 0.1
-    epochs: float = Field(2.0, gt=0)
-    max_steps: int | None = Field(None, ge=1)  # stop after this many optimizer steps (overrides epochs)
-    batch_size: int = Field(8, ge=1)
-    grad_accumulation: int = Field(1, ge=1)
-    max_length: int = Field(256, ge=8)
+    learning_rate: Annotated[float, Range(0, low_open=True)] = 1e-4
+    weight_decay: Annotated[float, Range(0)] = 0.0
+    warmup_ratio: Annotated[float, Range(0, 1)] = 0.1
+    epochs: Annotated[float, Range(0, low_open=True)] = 2.0
+    max_steps: Annotated[int, Range(1, note="null: epochs")] | None = None  # stop after this many optimizer steps (overrides epochs)
+    batch_size: Annotated[int, Range(1)] = 8
+    grad_accumulation: Annotated[int, Range(1)] = 1
+    max_length: Annotated[int, Range(8)] = 256
     device: Device = "auto"
 
 
@@ -93,11 +93,11 @@ class HonestyConfig(YamlConfig):
     prompt: str = QA_TEMPLATE
     # ABSOLUTE answers when expected accuracy >= this and at least one sample is correct (the
     # authors: 0.1 with 10 samples, i.e. any correct sample).
-    absolute_threshold: float = Field(0.0, ge=0.0, le=1.0)
+    absolute_threshold: Annotated[float, Range(0, 1)] = 0.0
     # CONFIDENCE-NUM: "{percent}" is the expected accuracy in percent; "low" up to num_split, else "high".
     num_low: str = "I'm only about {percent}% confident to answer the question correctly, but based on my understanding and knowledge, here's what I think is correct."
     num_high: str = "I'm about {percent}% confident to answer the question correctly, and based on my understanding and knowledge, here's what I think is correct."
-    num_split: float = 0.5
+    num_split: Annotated[float, Range(0, 1)] = 0.5
     verb_levels: list[VerbLevel] = Field(default_factory=lambda: [v.model_copy() for v in DEFAULT_VERB_LEVELS])
     # "sentence": the authors' casing (gold answers capitalised with a full stop, an answer after a
     # verbal phrasing lower-cased); "keep": answers as written, for closed-vocabulary tokenizers (the
@@ -105,15 +105,15 @@ class HonestyConfig(YamlConfig):
     answer_case: Literal["sentence", "keep"] = "sentence"
     # The paper balances known and unknown training questions 1:1; off by default (keeps all data).
     balance: bool = False
-    seed: int = 0
+    seed: Seed = 0
     tune: TuneConfig = Field(default_factory=TuneConfig)
     # Evaluation: greedy answers of both models.
-    max_new_tokens: int = Field(64, ge=1)
-    batch_size: int = Field(32, ge=1)
+    max_new_tokens: Annotated[int, Range(1)] = 64
+    batch_size: Annotated[int, Range(1)] = 32
     judge: Literal["match"] = "match"
     # EliCal gate: tau maximises this on the validation split.
     gate_objective: GateObjective = "honesty"
-    val_fraction: float = Field(0.2, gt=0.0, lt=1.0)  # of the training records, when no validation split is given
+    val_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.2  # of the training records, when no validation split is given
 
     @field_validator("prompt")
     @classmethod
@@ -145,8 +145,8 @@ class HonestyPlan(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    methods: list[Method] = Field(default_factory=lambda: list(METHODS))
+    methods: Annotated[list[Method], Distinct()] = Field(default_factory=lambda: list(METHODS))
     honesty_data: str | None = None
-    honesty_limit: int | None = Field(100, ge=1)  # questions of each PUQA / PKQA file
-    max_tune_records: int | None = Field(None, ge=2)  # cap the tuning questions (CPU runs)
+    honesty_limit: Annotated[int, Range(1, note="null: all")] | None = 100  # questions of each PUQA / PKQA file
+    max_tune_records: Annotated[int, Range(2, note="null: all")] | None = None  # cap the tuning questions (CPU runs)
     settings: HonestyConfig = Field(default_factory=HonestyConfig)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from elical.records.record import (
@@ -12,6 +12,7 @@ from elical.records.record import (
     RECORD_ATTRIBUTE,
     Record,
     has_annotation,
+    is_logprob,
     verbal_kind,
 )
 
@@ -24,44 +25,65 @@ def _is_01(value: Any) -> bool:
 
 def _check_01(value: Any, name: str) -> int:
     if not _is_01(value):
-        raise _FieldError(name, f"expected 0 or 1, got {value!r}")
+        raise _FieldError(name, f"expected 0 or 1, got {_show(value)}")
     return int(value)
 
 
 def _check_01_list(value: Any, name: str, length: int) -> list[int]:
     if not isinstance(value, list):
-        raise _FieldError(name, f"expected a list of 0/1, got {type(value).__name__}")
+        raise _FieldError(name, f"expected a list of 0/1, got {_describe(value)}")
     if len(value) != length:
         raise _FieldError(name, f"expected {length} values (one per sampled answer), got {len(value)}")
-    bad = [(i, v) for i, v in enumerate(value) if not _is_01(v)]
-    if bad:
-        i, v = bad[0]
-        raise _FieldError(name, f"expected only 0/1 values, got {v!r} at position {i}")
+    if not (set(map(type, value)) <= {int, bool} and set(value) <= {0, 1}):  # fast path; the scan names the value
+        i, v = next((i, v) for i, v in enumerate(value) if not _is_01(v))
+        raise _FieldError(name, f"expected only 0/1 values, got {_show(v)} at position {i}")
     return [int(v) for v in value]
 
 
 def _check_str_list(value: Any, name: str, *, nonempty: bool = False) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    """A list of strings; a null, a number or a nested list in it is named with its position."""
+    if not isinstance(value, list):
         raise _FieldError(name, f"expected a list of strings, got {_describe(value)}")
+    if not set(map(type, value)) <= {str}:  # fast path; the scan names the value
+        i, v = next((i, v) for i, v in enumerate(value) if not isinstance(v, str))
+        raise _FieldError(name, f"expected a list of strings, got {_describe(v)} at position {i}")
     if nonempty and not value:
         raise _FieldError(name, "expected at least one string, got an empty list")
     return value
 
 
+def _is_number(value: Any) -> bool:
+    """A JSON number: int or float, never a boolean."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _check_float_list(value: Any, name: str) -> list[float]:
-    if not isinstance(value, list) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
-    ):
+    if not isinstance(value, list):
         raise _FieldError(name, f"expected a list of numbers, got {_describe(value)}")
-    return [float(v) for v in value]
+    if not set(map(type, value)) <= {float, int}:  # a bool's type is bool: refused; the scan names the value
+        i, v = next((i, v) for i, v in enumerate(value) if not _is_number(v))
+        raise _FieldError(name, f"expected a list of numbers, got {_describe(v)} at position {i}")
+    try:
+        return [float(v) for v in value]
+    except OverflowError:
+        raise _FieldError(name, "expected log-probabilities, got an integer too large for a float") from None
 
 
 def _check_logprobs(values: list[float], name: str, where: str = "") -> list[float]:
     """Log-probabilities must be finite and <= 0 (a -inf or a positive value means a broken file)."""
-    for i, v in enumerate(values):
-        if not -math.inf < v <= 1e-6:  # NaN fails too
-            raise _FieldError(name, f"expected log-probabilities (finite numbers <= 0), got {v!r} at {where}position {i}")
+    if values and (not is_logprob(max(values)) or not is_logprob(min(values)) or any(map(math.isnan, values))):
+        i, v = next((i, v) for i, v in enumerate(values) if not is_logprob(v))
+        raise _FieldError(name, f"expected log-probabilities (finite numbers <= 0), got {v!r} at {where}position {i}")
     return values
+
+
+def _check_cumulative(cumulative: float, logprobs: list[float]) -> None:
+    """The cumulative log-prob of the greedy answer is the sum of its tokens' (up to float rounding:
+    1e-3 plus 1e-4 per token and per unit of the sum, enough for values rounded to 4 decimals)."""
+    total = math.fsum(logprobs)
+    if abs(cumulative - total) > 1e-3 + 1e-4 * (len(logprobs) + abs(total)):
+        raise _FieldError("greedy_cumulative_logprobs", f"expected the sum of the {len(logprobs)} greedy_logprobs "
+                                                         f"({total:.6g}), got {cumulative!r}")
 
 
 def _single(value: Any, name: str) -> Any:
@@ -72,9 +94,56 @@ def _single(value: Any, name: str) -> Any:
 
 
 def _describe(value: Any) -> str:
+    """A value for an error message: containers by size (never their content, which may nest deeply)."""
     if isinstance(value, list):
         return f"a list of {len(value)} element(s)"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} key(s)"
+    if value is None:
+        return "null"
     return f"{type(value).__name__} {value!r}"[:80]
+
+
+def _show(value: Any) -> str:
+    """A scalar as its repr, a container as :func:`_describe` says it."""
+    return _describe(value) if isinstance(value, (list, dict)) or value is None else repr(value)[:80]
+
+
+def _optional_str(row: dict[str, Any], name: str) -> str | None:
+    """A text field that may be absent or null; any other type (a number, a list, a boolean) is refused."""
+    value = row.get(name)
+    if value is not None and not isinstance(value, str):
+        raise _FieldError(name, f"expected a string or null, got {_describe(value)}")
+    return value
+
+
+def _object(row: dict[str, Any], name: str) -> dict[str, Any]:
+    """A JSON-object field that may be absent or null (read as empty)."""
+    value = row.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _FieldError(name, f"expected a JSON object or null, got {_describe(value)}")
+    return value
+
+
+def _verbal(row: dict[str, Any]) -> dict[str, str]:
+    """The row's verbalized-confidence replies (see :func:`verbal_replies`)."""
+    return verbal_replies(_object(row, "verbal").items())
+
+
+def verbal_replies(pairs: Iterable[tuple[Any, Any]]) -> dict[str, str]:
+    """Verbalized-confidence reply texts by kind; a reply that is not a string, or a kind named twice (also as
+    'verbal0' and 'verbal-0'), is refused."""
+    replies: dict[str, str] = {}
+    for name, text in pairs:
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise _FieldError("verbal", f"expected the reply text (a string) for {name!r}, got {_describe(text)}")
+        kind = verbal_kind(name)
+        if kind in replies:
+            raise _FieldError("verbal", f"{name!r} names the kind {kind!r} a second time")
+        replies[kind] = text
+    return replies
 
 
 class _FieldError(ValueError):
@@ -107,19 +176,27 @@ def _base_record(row: Any, dataset: str, split: str) -> Record:
     if isinstance(answers, str):
         answers = [answers]
     answers = _check_str_list(answers, "answer", nonempty=True)
-
     return Record(
         question=row["question"],
         answers=list(answers),
-        dataset=str(row.get("dataset") or dataset),
-        split=str(row.get("split") or split),
-        id=str(row.get("id") or ""),
-        prompt=row.get("prompt"),
-        failure=row.get("failure"),
-        verbal={verbal_kind(k): v for k, v in (row.get("verbal") or {}).items()},
-        generation=dict(row.get("generation") or {}),
+        dataset=_optional_str(row, "dataset") or dataset,
+        split=_optional_str(row, "split") or split,
+        id=_optional_str(row, "id") or "",
+        prompt=_optional_str(row, "prompt"),
+        failure=_failure(row),
+        verbal=_verbal(row),
+        generation=dict(_object(row, "generation")),
         extra={k: v for k, v in row.items() if k not in HB_FIELDS and k not in ELICAL_FIELDS},
     )
+
+
+def _failure(row: dict[str, Any]) -> str | None:
+    """Why the question failed (a non-empty text), or None: ``false`` is no reason, so it is refused."""
+    value = row.get("failure")
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise _FieldError("failure", f"expected the reason the question failed (a non-empty string), or null when it "
+                                     f"did not fail; got {_describe(value)}")
+    return value
 
 
 def _read_greedy(rec: Record, row: dict[str, Any]) -> None:
@@ -150,6 +227,8 @@ def _read_greedy(rec: Record, row: dict[str, Any]) -> None:
         _check_logprobs(rec.greedy_logprobs, "greedy_logprobs")
     if rec.greedy_cumulative_logprob is not None:
         _check_logprobs([rec.greedy_cumulative_logprob], "greedy_cumulative_logprobs")
+        if rec.greedy_logprobs is not None:
+            _check_cumulative(rec.greedy_cumulative_logprob, rec.greedy_logprobs)
 
 
 def _read_samples(rec: Record, row: dict[str, Any]) -> None:

@@ -15,20 +15,23 @@ from typing import Any, Protocol, TypeVar
 from elical.inputs import InputError, text_lines
 from elical.records.convert import (
     JsonlFormat,
+    _describe,
     _FieldError,
     _single,
     check_required,
     record_from_dict,
     record_to_dict,
+    verbal_replies,
 )
 from elical.records.record import (
     ELICAL_FIELDS,
     KNOWN_SPLITS,
+    LOGPROB_SLACK,
     RECORD_ATTRIBUTE,
     Record,
     RecordError,
-    verbal_kind,
 )
+from elical.strict_json import JsonError, loads
 
 
 def dataset_and_split_from_path(path: str | os.PathLike) -> tuple[str, str]:
@@ -79,9 +82,9 @@ def _jsonl_rows(
             continue
         try:
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise _FieldError("", f"malformed JSON ({err.msg} at column {err.colno})") from None
+                row = loads(line)
+            except JsonError as err:
+                raise _FieldError("", err.message) from None
             rec = record_from_dict(row, dataset=dataset, split=split)
             check_required(rec, require)
             yield line_no, rec, bool(row.get("id"))
@@ -102,9 +105,9 @@ def iter_json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, 
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise RecordError(path, line_no, None, f"malformed JSON ({err.msg} at column {err.colno})") from None
+            row = loads(line)
+        except JsonError as err:
+            raise RecordError(path, line_no, None, err.message) from None
         if not isinstance(row, dict):
             raise RecordError(path, line_no, None, f"expected a JSON object, got {type(row).__name__}")
         yield line_no, row
@@ -198,12 +201,7 @@ def _parquet_rows(
     column-wise first, then in full on the rows that may break a rule (or on every row when the file's
     column types are not elical's, as in the former layout whose columns were named after Record's
     attributes and held JSON text)."""
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except (OSError, ValueError) as err:  # pyarrow's ArrowIOError / ArrowInvalid
-        raise RecordError(path, None, None, f"not a readable Parquet file ({' '.join(str(err).split())})") from None
+    table = read_parquet_table(path)
     legacy = "answers" in table.column_names and "answer" not in table.column_names
     missing = [name for name in ("question", "answers" if legacy else "answer") if name not in table.column_names]
     if missing:
@@ -228,6 +226,21 @@ def _parquet_rows(
         yield index + 1, rec, bool(row.get("id"))
 
 
+def read_parquet_table(path: str | os.PathLike) -> Any:
+    """A Parquet file's table; an unreadable file, or one naming a column twice, is a RecordError."""
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(path).names
+        repeated = next((name for i, name in enumerate(names) if name in names[:i]), None)
+        table = pq.read_table(path) if repeated is None else None
+    except (OSError, ValueError) as err:  # pyarrow's ArrowIOError / ArrowInvalid
+        raise RecordError(path, None, None, f"not a readable Parquet file ({' '.join(str(err).split())})") from None
+    if repeated is not None:
+        raise RecordError(path, None, repeated, "column given twice (each column may appear once)")
+    return table
+
+
 def _record_of_row(row: dict[str, Any]) -> Record:
     """The record of one Parquet row in HonestyBench columns; other columns are kept in ``extra``, as in JSONL."""
     values: dict[str, Any] = {}
@@ -238,9 +251,9 @@ def _record_of_row(row: dict[str, Any]) -> Record:
         elif column in _WRAPPED:
             values[_ATTRIBUTES[column]] = None if value is None else _single(value, column)
         elif column == "verbal":
-            values["verbal"] = {verbal_kind(kind): text for kind, text in value or ()}
+            values["verbal"] = verbal_replies(value or ())
         elif column in _JSON_COLUMNS:
-            values[column] = json.loads(value) if value else {}
+            values[column] = _json_object(value, column)
         else:
             values[_ATTRIBUTES[column]] = value
     values["answers"] = values["answers"] if values["answers"] is not None else []
@@ -249,13 +262,28 @@ def _record_of_row(row: dict[str, Any]) -> Record:
     return Record(**values)
 
 
+def _json_object(text: Any, column: str) -> dict[str, Any]:
+    """The object a JSON-text column holds (empty or null: ``{}``); other JSON or bad text is a _FieldError."""
+    if not text:
+        return {}
+    if not isinstance(text, str):
+        raise _FieldError(column, f"expected JSON text, got {_describe(text)}")
+    try:
+        value = loads(text)
+    except JsonError as err:
+        raise _FieldError(column, err.message) from None
+    if not isinstance(value, dict):
+        raise _FieldError(column, f"expected a JSON object, got {_describe(value)}")
+    return value
+
+
 def _legacy_record(row: dict[str, Any]) -> Record:
     """The record of one row of elical's former Parquet layout (Record's attribute names, dicts as JSON text)."""
     names = {f.name for f in dataclasses.fields(Record)}
     values = {name: value for name, value in row.items() if name in names}
     for name in ("verbal", "generation", "extra"):
         if name in values:
-            values[name] = json.loads(values[name]) if values[name] else {}
+            values[name] = _json_object(values[name], name)
     values["answers"] = values["answers"] if values["answers"] is not None else []
     values["samples"] = values.get("samples") or []
     return Record(**values)
@@ -310,7 +338,29 @@ def _suspect_rows(table: Any) -> set[int]:
         tokens = _inner_lengths(cols["greedy_tokens"], table.num_rows)
         values = _inner_lengths(cols["greedy_logprobs"], table.num_rows)
         bad |= (tokens >= 0) & (values >= 0) & (tokens != values)
+    if "greedy_logprobs" in cols and "greedy_cumulative_logprobs" in cols:
+        bad |= _sum_differs(cols["greedy_cumulative_logprobs"], cols["greedy_logprobs"], table.num_rows)
+    if "failure" in cols:
+        flag(pc.or_kleene(pc.is_null(cols["failure"]), pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(cols["failure"])), 0)))
     return set(np.flatnonzero(bad).tolist())
+
+
+def _sum_differs(cumulative: Any, logprobs: Any, n_rows: int) -> Any:
+    """Rows whose cumulative log-prob may differ from the sum of their greedy log-probs by more than the
+    record rule allows (at half its slack: the full check of these rows decides)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    inner = pc.list_flatten(logprobs)
+    owners = pc.list_parent_indices(logprobs).to_numpy()[pc.list_parent_indices(inner).to_numpy()]
+    values = pc.list_flatten(inner).fill_null(0).to_numpy(zero_copy_only=False)
+    sums = np.bincount(owners, weights=values, minlength=n_rows)
+    counts = _inner_lengths(logprobs, n_rows)
+    stated = np.full(n_rows, np.nan)
+    stated[pc.list_parent_indices(cumulative).to_numpy()] = pc.list_flatten(cumulative).fill_null(np.nan).to_numpy(zero_copy_only=False)
+    slack = 0.5 * (1e-3 + 1e-4 * (np.maximum(counts, 0) + np.abs(sums)))
+    with np.errstate(invalid="ignore"):
+        return (counts >= 0) & ~np.isnan(stated) & ~(np.abs(stated - sums) <= slack)
 
 
 def _is_binary(values: Any) -> Any:
@@ -325,7 +375,7 @@ def _is_logprob(values: Any) -> Any:
     """Where pyarrow values are log-probabilities: finite and <= 0 (with float slack)."""
     import pyarrow.compute as pc
 
-    return pc.and_kleene(pc.is_finite(values), pc.less_equal(values, 1e-6))
+    return pc.and_kleene(pc.is_finite(values), pc.less_equal(values, LOGPROB_SLACK))
 
 
 def _inner_lengths(column: Any, n_rows: int) -> Any:

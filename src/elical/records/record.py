@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -42,6 +43,14 @@ def verbal_kind(name: str) -> str:
     become 'verbal-0' / 'verbal-10'; other names are returned unchanged."""
     digits = re.fullmatch(r"verbal[-_ ]?(\d+)", name.strip().lower())
     return f"verbal-{digits.group(1)}" if digits else name
+
+
+LOGPROB_SLACK = 1e-6  # a log-probability may exceed 0 by float rounding, no more
+
+
+def is_logprob(value: float) -> bool:
+    """Whether a number can be a log-probability: finite and <= 0 (up to LOGPROB_SLACK); NaN cannot."""
+    return -math.inf < value <= LOGPROB_SLACK
 
 
 class RecordError(ValueError):

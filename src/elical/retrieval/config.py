@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from elical.annotate.backends.base import GenerationSettings
 from elical.annotate.prompts import PromptConfig
+from elical.inputs import Range
 
 
 class RetrievalSettings(BaseModel):
@@ -15,12 +18,12 @@ class RetrievalSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     corpus: str | None = None  # a JSONL corpus file: needed for the qa subject, replaces world/geo's own
-    k: int = Field(default=3, ge=1)
-    max_new_tokens: int = Field(default=64, ge=1)
-    repetition_penalty: float = Field(default=1.0, gt=0)
-    batch_size: int = Field(default=64, ge=1)
-    retries: int = Field(default=1, ge=0)
-    target: float = Field(default=0.95, gt=0, le=1)
+    k: Annotated[int, Range(1)] = 3
+    max_new_tokens: Annotated[int, Range(1)] = 64
+    repetition_penalty: Annotated[float, Range(0, low_open=True, note="1.0: none")] = 1.0
+    batch_size: Annotated[int, Range(1)] = 64
+    retries: Annotated[int, Range(0)] = 1
+    target: Annotated[float, Range(0, 1, low_open=True)] = 0.95
     prompts: PromptConfig = Field(default_factory=PromptConfig)
 
     def generation(self) -> GenerationSettings:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from elical.inputs import InputError, one_line
 from elical.records import atomic_write
+from elical.strict_json import JsonError, loads
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,9 @@ def read_passages(path: str | os.PathLike) -> list[Passage]:
             if not line.strip():
                 continue
             try:
-                row = _PassageRow.model_validate(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise InputError(f"{path}:{line_no}: not valid JSON ({err.msg})") from None
+                row = _PassageRow.model_validate(loads(line))
+            except JsonError as err:
+                raise InputError(f"{path}:{line_no}: not valid JSON ({err.message})") from None
             except ValidationError as err:
                 raise InputError(f"{path}:{line_no}: {one_line(err)}") from None
             key = str(row.id)

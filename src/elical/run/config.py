@@ -9,13 +9,14 @@ from __future__ import annotations
 import importlib.resources
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainValidator,
     SerializerFunctionWrapHandler,
     ValidationError,
     field_serializer,
@@ -27,13 +28,25 @@ from pydantic import (
 from elical.annotate.config import AnnotateConfig
 from elical.evaluate import EvalConfig
 from elical.honesty.config import HonestyPlan
-from elical.inputs import InputError, one_line
+from elical.inputs import Distinct, InputError, Range, Seed, one_line
 from elical.retrieval.config import RetrievalSettings
 from elical.train.config import Mode, TrainSettings, stage2_epochs
 from elical.world.config import WorldConfig
-from elical.yaml_config import YamlConfig, read_yaml_mapping
+from elical.yaml_config import YamlConfig, line_finder, read_yaml_mapping
 
 NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+
+
+def _budget(value: object) -> int | Literal["all"]:
+    """A label budget: a positive integer or 'all' (one message, not one per kind of value)."""
+    if value == "all":
+        return "all"
+    if type(value) is int and value >= 1:
+        return value
+    raise ValueError(f"must be a positive integer or 'all' (got {value!r})")
+
+
+Budget = Annotated[int | Literal["all"], PlainValidator(_budget)]
 
 
 def check_name(value: str, what: str) -> str:
@@ -50,9 +63,9 @@ class QuestionsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_train: int | None = 1500
-    max_eval_per_dataset: int | None = 200
-    seed: int = 0
+    max_train: Annotated[int, Range(1, note="null: all")] | None = 1500
+    max_eval_per_dataset: Annotated[int, Range(1, note="null: all")] | None = 200
+    seed: Seed = 0
 
 
 class GeoConfig(BaseModel):
@@ -62,8 +75,8 @@ class GeoConfig(BaseModel):
 
     in_domain: list[str] = Field(default_factory=lambda: ["capital", "city_country"])
     ood: list[str] = Field(default_factory=lambda: ["continent", "currency"])
-    min_city_population: int = 15000
-    seed: int = 0
+    min_city_population: Annotated[int, Range(0)] = 15000
+    seed: Seed = 0
 
 
 class QAConfig(BaseModel):
@@ -77,7 +90,7 @@ class QAConfig(BaseModel):
     eval: list[str] = Field(default_factory=list)  # evaluated; dataset names from file names
     groups: dict[str, str] = Field(default_factory=dict)  # dataset -> in-domain / ood / mc overrides
     records: list[str] = Field(default_factory=list)
-    eval_share: float = Field(0.5, gt=0, lt=1)  # of a source in both pool and eval, without an eval cap
+    eval_share: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.5  # of a source in both pool and eval, without an eval cap
 
 
 class TrainPlan(BaseModel):
@@ -85,18 +98,19 @@ class TrainPlan(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    methods: list[Mode] = ["eli-only", "cal-only", "elical"]  # pydantic copies list defaults per instance
-    budgets: list[int | Literal["all"]] = [100, 300, 1000, "all"]
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    # each at least once and none twice: an empty list trains nothing, a repeat the same models again
+    methods: Annotated[list[Mode], Distinct()] = ["eli-only", "cal-only", "elical"]  # copied per instance
+    budgets: Annotated[list[Budget], Distinct()] = [100, 300, 1000, "all"]
+    seeds: Annotated[list[Seed], Distinct()] = Field(default_factory=lambda: [0, 1, 2])
     settings: TrainSettings = Field(default_factory=TrainSettings)  # lr, epochs, batch size, ...
     # Calibration epochs per budget (elical.train.config.stage2_epochs): passes / labels, clipped to
     # [min_epochs, max_epochs]; None: settings.epochs_stage2 when set, else the authors' rule.
-    stage2_passes: int | None = Field(None, ge=1)
-    min_epochs: int = Field(3, ge=1)
-    max_epochs: int = Field(50, ge=1)
+    stage2_passes: Annotated[int, Range(1, note="null: the trainer's epochs")] | None = None
+    min_epochs: Annotated[int, Range(1)] = 3
+    max_epochs: Annotated[int, Range(1)] = 50
     # models trained at once, each in its own process (a speed setting: same models, any value). Small
     # models leave a GPU mostly idle (each optimizer step is host-bound), so several share one well.
-    workers: int = Field(1, ge=1)
+    workers: Annotated[int, Range(1)] = 1
 
     def stage2_epochs(self, labels: int) -> int | None:
         """Calibration epochs the run sets for a budget of ``labels`` questions (None: the trainer's own,
@@ -104,14 +118,6 @@ class TrainPlan(BaseModel):
         if self.stage2_passes is None:
             return None
         return stage2_epochs(labels, passes=self.stage2_passes, min_epochs=self.min_epochs, max_epochs=self.max_epochs)
-
-    @field_validator("budgets")
-    @classmethod
-    def _positive(cls, value: list[int | str]) -> list[int | str]:
-        bad = [b for b in value if b != "all" and (not isinstance(b, int) or b <= 0)]
-        if bad:
-            raise ValueError(f"budgets must be positive integers or 'all', got {bad}")
-        return value
 
     @model_validator(mode="after")
     def _one_epoch_rule(self) -> TrainPlan:
@@ -130,10 +136,10 @@ class RunHonestyPlan(HonestyPlan):
     of the plan, else 'all'; seed 0 when the plan has it). ``groups`` are the evaluated question groups
     (free-form ones: multiple-choice letters do not fit the answer/refuse wording)."""
 
-    budget: int | Literal["all"] | None = None
-    seed: int | None = None
+    budget: Budget | None = None
+    seed: Seed | None = None
     groups: list[str] = Field(default_factory=lambda: ["in-domain", "ood"])
-    max_eval_per_dataset: int | None = Field(None, ge=1)  # seeded cap on evaluated questions per dataset
+    max_eval_per_dataset: Annotated[int, Range(1, note="null: all")] | None = None  # seeded cap on evaluated questions per dataset
 
 
 RUN_OWN = ("max_new_tokens", "repetition_penalty", "prompts")  # retrieval settings the run gives when unstated
@@ -147,10 +153,10 @@ class RunRetrievalPlan(RetrievalSettings):
     the honesty section's do; the target: ``target`` of always-retrieve accuracy with at most
     ``max_retrieval_rate`` of the retrievals."""
 
-    budget: int | Literal["all"] | None = None
-    seed: int | None = None
+    budget: Budget | None = None
+    seed: Seed | None = None
     groups: list[str] = Field(default_factory=lambda: ["in-domain", "ood"])
-    max_retrieval_rate: float = Field(0.5, gt=0, le=1)
+    max_retrieval_rate: Annotated[float, Range(0, 1, low_open=True)] = 0.5
 
     @model_serializer(mode="wrap")
     def _stated_run_settings(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -175,10 +181,10 @@ class RunConfig(YamlConfig):
     annotate: AnnotateConfig = Field(default_factory=AnnotateConfig)
     train: TrainPlan = Field(default_factory=TrainPlan)
     evaluate: EvalConfig = Field(default_factory=EvalConfig)  # its groups override the subject's
-    reliability_budget: int | Literal["all"] | None = None  # budget whose models get reliability diagrams
+    reliability_budget: Budget | None = None  # budget whose models get reliability diagrams
     honesty: RunHonestyPlan | None = None  # None: no honesty comparison
     retrieval: RunRetrievalPlan | None = None  # None: no retrieval step
-    torch_threads: int | None = None
+    torch_threads: Annotated[int, Range(1, note="null: auto, the cores shared among train.workers")] | None = None
 
     @model_validator(mode="after")
     def _qa_corpus(self) -> RunConfig:
@@ -250,4 +256,5 @@ def load_run_config(preset: str = "default", path: str | Path | None = None,
         return RunConfig.model_validate(data)
     except ValidationError as err:
         where = f"{path} (over preset {preset!r})" if path is not None else f"preset {preset!r}"
-        raise InputError(f"{where}: {one_line(err)}") from None
+        lines = line_finder(path, overridden=set(overrides or {})) if path is not None else None
+        raise InputError(f"{where}: {one_line(err, lines)}") from None

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from elical.annotate.config import AnnotateConfig
+from elical.inputs import InputError
 from elical.model_key import ModelKey
 from elical.records import Record, read_parquet, write_parquet
 from elical.run.config import RunConfig
@@ -164,10 +165,7 @@ def train_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str],
     stopped midway still records the time it spent."""
     eval_file = out / "records" / "eval.parquet"
     pool_size = len(read_parquet(out / "records" / "train.parquet"))
-    too_big = [b for b in cfg.train.budgets if b != "all" and int(b) > pool_size]
-    if too_big:
-        raise ValueError(f"budget(s) {too_big} exceed the {pool_size} annotated training questions; "
-                         "lower train.budgets or raise questions.max_train")
+    check_budgets(cfg, pool_size, "annotated training questions (failed ones left out)")
     made: dict[ModelKey, Path] = {}
     if cfg.train.workers > 1:
         made = _train_parallel(cfg, subject, out, eval_file, pool_size, log, model_done)
@@ -237,27 +235,64 @@ def model_predictions(scores: Mapping[ModelKey, Path]) -> list[Predictions]:
     return out
 
 
+def check_budgets(cfg: RunConfig, pool_size: int, what: str) -> None:
+    """Refuse label budgets larger than the training pool (``pool_size`` questions, described by ``what``)."""
+    too_big = [b for b in cfg.train.budgets if b != "all" and b > pool_size]
+    if too_big:
+        raise InputError(f"train.budgets: {too_big} exceed the {pool_size} {what}; lower train.budgets or raise "
+                         "questions.max_train (or give more pool questions)")
+
+
+def check_plan(cfg: RunConfig, subject: Subject) -> None:
+    """Refuse, before anything is written, a plan the subject cannot carry out: a model that is not a local
+    model (the confidence models are trained on it), budgets larger than its training questions (known
+    before annotation: the pool after questions.max_train), and a honesty or retrieval section whose gating
+    EliCal model the plan does not train."""
+    from elical.loading import resolve_model
+
+    try:
+        resolve_model(subject.model)
+    except FileNotFoundError as err:
+        raise InputError(f"model: {err}") from None
+    if subject.records is not None:
+        pool = sum(r.split == "train" and not r.failed for r in subject.records)
+    else:
+        pool = sum(it.split == "train" for it in subject.items)
+    check_budgets(cfg, pool, "training questions of the subject")
+    if cfg.honesty is not None:
+        from elical.run.honesty import gate_choice
+
+        gate_choice(cfg)
+    if cfg.retrieval is not None:
+        from elical.run.retrieval import retrieval_gate
+
+        retrieval_gate(cfg)
+
+
 def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None] = print,
                  overwrite: bool = False) -> RunOutput:
     """The whole job: resumable, every step timed; returns the report path and the timings.
 
-    One process at a time per run folder (elical.folder_lock). Before anything is written, each step's
-    settings are compared with those its outputs in the folder were made with (run/fingerprints.py):
-    a difference is refused, naming the steps and settings, unless ``overwrite``, which redoes the
-    changed steps and those after them."""
+    The questions are gathered and the plan checked against them (:func:`check_plan`) before anything is
+    written. One process at a time per run folder (elical.folder_lock). Before anything is written, each
+    step's settings are compared with those its outputs in the folder were made with (run/fingerprints.py):
+    a difference is refused, naming the steps and settings, unless ``overwrite``, which redoes the changed
+    steps and those after them."""
     from elical.folder_lock import folder_lock
 
+    started = time.perf_counter(), time.process_time()
+    subject = build_subject(cfg)
+    check_plan(cfg, subject)
     with folder_lock(out_dir):
-        return _run_locked(cfg, Path(out_dir), log, overwrite)
+        return _run_locked(cfg, subject, Path(out_dir), log, overwrite, started)
 
 
-def _run_locked(cfg: RunConfig, out: Path, log: Callable[[str], None], overwrite: bool) -> RunOutput:
+def _run_locked(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None], overwrite: bool,
+                started: tuple[float, float]) -> RunOutput:
     """:func:`run_pipeline` once it holds the folder's lock: each step in turn, timed (run/timings.py)."""
     from elical.run.fingerprints import check_run_folder
     from elical.run.report import write_run_report
 
-    started = time.perf_counter(), time.process_time()
-    subject = build_subject(cfg)
     redone = check_run_folder(cfg, subject, out, overwrite)
     if redone:
         log(f"overwrite: redoing {', '.join(redone)}")

@@ -4,33 +4,39 @@ abstain (the rule of :class:`elical.gate.Gate`).
 Routes: ``GET /health``, ``GET /v1/models``, ``POST /v1/confidence`` ({"questions": [...]} ->
 {"confidences": [...]}) and ``POST /v1/chat/completions`` (an OpenAI chat completion plus
 ``"elical": {"confidence", "decision", "threshold", "retrieve_below", "passages", "timing"}``; ``timing``
-holds ``confidence_ms``, ``retrieval_ms`` and ``generation_ms``, null for a step not taken). Bad requests get
-a 4xx response with an OpenAI-style JSON error; unexpected failures a 500 without any traceback.
+holds ``confidence_ms``, ``retrieval_ms`` and ``generation_ms``, null for a step not taken). With an API
+key, every route but ``/health`` needs ``Authorization: Bearer <key>`` (401 otherwise). Bad requests and
+requests over a limit of :class:`ServeOptions` get a 4xx response with an OpenAI-style JSON error naming
+the limit and the value; unexpected failures a 500 without any traceback. ``/docs``, ``/redoc`` and
+``/openapi.json`` exist only when asked for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as AsgiMessage
 
 from elical.annotate.backends.base import Message
 from elical.annotate.backends.openai import ServerError
 from elical.gate import Gate
 from elical.honesty.config import REFUSAL
-from elical.serve.batching import MicroBatcher, Scorer
+from elical.serve.batching import Cost, MicroBatcher, Scorer
 from elical.serve.generation import Answerer, with_passages
 
 log = logging.getLogger("elical.serve")
@@ -53,13 +59,25 @@ Question = Annotated[str, AfterValidator(_readable_text)]
 
 @dataclass(frozen=True)
 class ServeOptions:
-    """What the app serves under and its limits."""
+    """What the app serves under, its API key (None: open) and its limits."""
 
     model_name: str
     refusal: str = REFUSAL
-    max_questions: int = 256  # per /v1/confidence request
+    api_key: str | None = field(default=None, repr=False)
+    docs: bool = False  # serve /docs, /redoc and /openapi.json
+    max_body_bytes: int = 8 * 1024 * 1024  # per request body (413 above)
+    max_questions: int = 256  # per /v1/confidence request (413 above)
+    max_question_chars: int = 20_000  # per question, and per chat's last user message (400 above)
     batch_questions: int = 64  # per confidence forward pass
+    batch_tokens: int = 1024  # per confidence forward pass, as the cost function estimates them
     batch_wait_ms: float = 5.0  # how long a confidence request waits for others to batch with
+
+    def __post_init__(self) -> None:
+        for name in ("max_body_bytes", "max_questions", "max_question_chars", "batch_questions", "batch_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if self.api_key is not None and not self.api_key:
+            raise ValueError("api_key must not be empty (None: no key)")
 
 
 class ConfidenceRequest(BaseModel):
@@ -101,13 +119,92 @@ class ChatRequest(BaseModel):
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     n: int = 1
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: StrictInt | None = Field(default=None, ge=1)
+    max_completion_tokens: StrictInt | None = Field(default=None, ge=1)
 
 
-def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None) -> dict[str, Any]:
+class ApiError(StarletteHTTPException):
+    """An HTTP error about one field of the request (``param``)."""
+
+    def __init__(self, status_code: int, message: str, param: str | None = None) -> None:
+        super().__init__(status_code, message)
+        self.param = param
+
+
+def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None,
+               code: str | None = None) -> dict[str, Any]:
     """An OpenAI-style error object."""
-    return {"error": {"message": message, "type": kind, "param": param, "code": None}}
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+class BearerAuth:
+    """ASGI middleware: a 401 for every HTTP request but those to ``open_paths`` that lacks
+    ``Authorization: Bearer <key>`` (compared in constant time)."""
+
+    def __init__(self, app: ASGIApp, key: str, open_paths: frozenset[str] = frozenset({"/health"})) -> None:
+        self.app = app
+        self.key = key.encode()
+        self.open_paths = open_paths
+
+    def _authorized(self, scope: Scope) -> bool | None:
+        """True for the right key, False for a wrong one, None when no bearer key was sent."""
+        sent = dict(scope["headers"]).get(b"authorization")
+        scheme, _, token = (sent or b"").strip().partition(b" ")
+        if scheme.lower() != b"bearer" or not token.strip():
+            return None
+        return hmac.compare_digest(token.strip(), self.key)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.open_paths:
+            return await self.app(scope, receive, send)
+        authorized = self._authorized(scope)
+        if authorized:
+            return await self.app(scope, receive, send)
+        message = ("no API key: send the header 'Authorization: Bearer <key>'" if authorized is None
+                   else "invalid API key in the Authorization header")
+        response = JSONResponse(error_body(message, param="authorization", code="invalid_api_key"), status_code=401,
+                                headers={"WWW-Authenticate": "Bearer"})
+        await response(scope, receive, send)
+
+
+class BodyLimit:
+    """ASGI middleware: a 413 for an HTTP request body over ``max_bytes``, told by its Content-Length or
+    found while reading it (a chunked body); the app gets a body within the limit read in full."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send, size: str) -> None:
+        message = f"request body: {size}, over the limit of {self.max_bytes} bytes"
+        response = JSONResponse(error_body(message, param="body"), status_code=413)  # uvicorn drains the rest
+        await response(scope, receive, send)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            return await self._too_large(scope, receive, send, f"{int(declared)} bytes")
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                return await self._too_large(scope, receive, send, f"more than {self.max_bytes} bytes")
+        sent = False
+
+        async def replay() -> AsgiMessage:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
 
 
 def _validation_message(err: RequestValidationError) -> tuple[str, str | None]:
@@ -137,7 +234,7 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
         kind = "invalid_request_error" if err.status_code < 500 else "server_error"
-        return JSONResponse(error_body(str(err.detail), kind), status_code=err.status_code)
+        return JSONResponse(error_body(str(err.detail), kind, getattr(err, "param", None)), status_code=err.status_code)
 
     @app.exception_handler(ServerError)
     async def upstream_failed(_: Request, err: ServerError) -> JSONResponse:
@@ -151,8 +248,8 @@ def add_error_handlers(app: FastAPI) -> None:
                             status_code=500)
 
 
-def last_user_question(messages: list[ChatMessage]) -> str:
-    """The text of the last user message; a 400 when there is none or it is blank."""
+def last_user_question(messages: list[ChatMessage], max_chars: int) -> str:
+    """The text of the last user message; a 400 when there is none, or it is blank or over ``max_chars``."""
     users = [m for m in messages if m.role == "user"]
     if not users:
         raise HTTPException(400, "messages: no user message to answer")
@@ -161,7 +258,30 @@ def last_user_question(messages: list[ChatMessage]) -> str:
         _readable_text(question)
     except ValueError as err:
         raise HTTPException(400, f"messages: the last user message {err}") from None
+    if len(question) > max_chars:
+        raise ApiError(400, f"messages: the last user message has {len(question)} characters, over the limit of "
+                            f"{max_chars} characters per question", "messages")
     return question
+
+
+def check_questions(questions: list[str], options: ServeOptions) -> None:
+    """A 413 for more questions than ``options.max_questions``, a 400 for one over ``max_question_chars``."""
+    if len(questions) > options.max_questions:
+        raise ApiError(413, f"questions: {len(questions)} questions, at most {options.max_questions} per request",
+                       "questions")
+    for i, question in enumerate(questions):
+        if len(question) > options.max_question_chars:
+            raise ApiError(400, f"questions.{i}: {len(question)} characters, over the limit of "
+                                f"{options.max_question_chars} characters per question", f"questions.{i}")
+
+
+def check_max_tokens(body: ChatRequest, limit: int) -> None:
+    """A 400 for ``max_tokens`` or ``max_completion_tokens`` above the server's ``limit``."""
+    for param in ("max_tokens", "max_completion_tokens"):
+        value = getattr(body, param)
+        if value is not None and value > limit:
+            shown = str(value) if value < 10**15 else f"{value:.3g}"
+            raise ApiError(400, f"{param}: {shown}, over this server's limit of {limit} tokens", param)
 
 
 def _finite(value: float | None) -> float | None:
@@ -170,10 +290,11 @@ def _finite(value: float | None) -> float | None:
 
 
 def create_app(score: Scorer, answerer: Answerer, gate: Gate, options: ServeOptions,
-               retrieve: Retrieve | None = None) -> FastAPI:
-    """The app: ``score`` gives confidences of questions (batched across requests), ``answerer``
-    answers, ``retrieve`` (None: no corpus) gives passages for a question."""
-    batcher = MicroBatcher(score, options.batch_questions, options.batch_wait_ms)
+               retrieve: Retrieve | None = None, cost: Cost = len) -> FastAPI:
+    """The app: ``score`` gives confidences of questions (batched across requests; ``cost`` estimates a
+    question's tokens, default its characters), ``answerer`` answers, ``retrieve`` (None: no corpus)
+    gives passages for a question."""
+    batcher = MicroBatcher(score, options.batch_questions, options.batch_wait_ms, options.batch_tokens, cost)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -181,9 +302,13 @@ def create_app(score: Scorer, answerer: Answerer, gate: Gate, options: ServeOpti
         yield
         await batcher.stop()
 
-    app = FastAPI(title="elical serve", lifespan=lifespan)
+    app = FastAPI(title="elical serve", lifespan=lifespan, docs_url="/docs" if options.docs else None,
+                  redoc_url="/redoc" if options.docs else None, openapi_url="/openapi.json" if options.docs else None)
     app.state.batcher = batcher
     add_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
+    if options.api_key is not None:
+        app.add_middleware(BearerAuth, key=options.api_key)  # added last: runs first, before any body is read
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -198,8 +323,7 @@ def create_app(score: Scorer, answerer: Answerer, gate: Gate, options: ServeOpti
 
     @app.post("/v1/confidence")
     async def confidence(body: ConfidenceRequest) -> dict[str, list[float]]:
-        if len(body.questions) > options.max_questions:
-            raise HTTPException(413, f"questions: {len(body.questions)} questions, at most {options.max_questions} per request")
+        check_questions(body.questions, options)
         return {"confidences": await batcher.confidence(body.questions)}
 
     @app.post("/v1/chat/completions")
@@ -208,7 +332,8 @@ def create_app(score: Scorer, answerer: Answerer, gate: Gate, options: ServeOpti
             raise HTTPException(400, "stream: streaming is not supported; send stream: false")
         if body.n != 1:
             raise HTTPException(400, f"n: only one answer per request is supported, got {body.n}")
-        question = last_user_question(body.messages)
+        check_max_tokens(body, answerer.max_new_tokens)
+        question = last_user_question(body.messages, options.max_question_chars)
         start = time.perf_counter()
         [conf] = await batcher.confidence([question])
         timing: dict[str, float | None] = {"confidence_ms": _ms_since(start), "retrieval_ms": None,

@@ -1,13 +1,17 @@
-"""Build the server's app from a model folder and the command-line options: the confidence model,
-the gate (``gate.json``, options override it), the answering backend and the retriever."""
+"""Build the server's app from a model folder and the command-line options: the API key, the
+confidence model, the gate (``gate.json``, options override it), the answering backend and the
+retriever; and the warning for a server open beyond this machine."""
 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
@@ -15,6 +19,9 @@ from elical.gate import Gate, load_gate
 from elical.inputs import InputError
 from elical.serve.app import Retrieve, ServeOptions, create_app
 from elical.serve.generation import Answerer
+
+if TYPE_CHECKING:
+    from elical.model import ConfidenceModel
 
 
 @dataclass(frozen=True)
@@ -29,8 +36,64 @@ class ServeConfig:
     upstream_model: str | None = None
     upstream_api_key_env: str | None = None
     device: str = "auto"
-    max_new_tokens: int = 256
+    max_new_tokens: int = 256  # also the largest max_tokens a request may ask for
     passages: int = 3
+    api_key_env: str | None = None  # environment variable holding the key clients must send
+    docs: bool = ServeOptions.docs
+    max_body_bytes: int = ServeOptions.max_body_bytes
+    max_questions: int = ServeOptions.max_questions
+    max_question_chars: int = ServeOptions.max_question_chars
+    batch_tokens: int = ServeOptions.batch_tokens
+
+
+def read_api_key(name: str) -> str:
+    """The API key in the environment variable ``name``; an error when it is unset or blank."""
+    key = os.environ.get(name)
+    if key is None:
+        raise InputError(f"--api-key-env: the environment variable {name} is not set")
+    if not key.strip():
+        raise InputError(f"--api-key-env: the environment variable {name} is empty")
+    return key.strip()
+
+
+def is_local(host: str) -> bool:
+    """Whether ``host`` is this machine only: ``localhost`` or a loopback address."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(host: str, api_key_env: str | None, upstream: str | None) -> str | None:
+    """The warning for a server that listens beyond this machine without an API key (louder when it
+    answers through an upstream server, whose key it spends); None when there is nothing to warn of."""
+    if api_key_env or is_local(host):
+        return None
+    if upstream:
+        return (f"WARNING: listening on {host} without --api-key-env while answering through --upstream: anyone "
+                "who can reach this port spends the upstream server's API key. Set --api-key-env NAME (clients "
+                "then send 'Authorization: Bearer <key>') or listen on 127.0.0.1.")
+    return (f"warning: listening on {host} without --api-key-env: anyone who can reach this port can use the "
+            "server. Set --api-key-env NAME (clients then send 'Authorization: Bearer <key>') or listen on "
+            "127.0.0.1.")
+
+
+def token_bound(model: ConfidenceModel) -> Callable[[str], int]:
+    """An upper bound on the tokens the model reads for a question: the prompt's own tokens plus one per
+    byte of the question (no token is shorter than a byte), at most the model's ``max_length``. The
+    batcher sizes its passes with it without tokenizing on the event loop."""
+    from elical.model import qa_prompt
+
+    empty = qa_prompt(model.tokenizer, "", model.config)
+    overhead = len(model.tokenizer(empty, add_special_tokens=False)["input_ids"])
+    cap = model.config.max_length
+
+    def bound(question: str) -> int:
+        return min(overhead + len(question.encode("utf-8", "surrogatepass")), cap)
+
+    return bound
 
 
 def resolve_gate(model_dir: Path, tau: float | None, retrieve_below: float | None, corpus: bool) -> Gate:
@@ -71,10 +134,15 @@ def load_retriever(corpus: Path, k: int) -> Retrieve:
 
 
 def build_app(config: ServeConfig) -> FastAPI:
-    """Load the model, the gate, the answerer and the retriever, and wire them into the app."""
+    """Check the key and the limits, load the model, the gate, the answerer and the retriever, and wire
+    them into the app."""
     from elical.model import ConfidenceModel
     from elical.model_folder import find_model_folder
 
+    api_key = read_api_key(config.api_key_env) if config.api_key_env else None
+    options = ServeOptions(model_name=os.path.basename(os.path.normpath(config.model_dir)), api_key=api_key,
+                           docs=config.docs, max_body_bytes=config.max_body_bytes, max_questions=config.max_questions,
+                           max_question_chars=config.max_question_chars, batch_tokens=config.batch_tokens)
     if config.upstream and not config.upstream_model:
         raise InputError("--upstream needs --upstream-model (the model name the upstream server serves)")
     folder = find_model_folder(config.model_dir)
@@ -86,5 +154,4 @@ def build_app(config: ServeConfig) -> FastAPI:
                                      config.max_new_tokens)
     else:
         answerer = Answerer.local(model.config.base_model, str(next(model.parameters()).device), config.max_new_tokens)
-    name = os.path.basename(os.path.normpath(config.model_dir))
-    return create_app(model.confidence, answerer, gate, ServeOptions(model_name=name), retrieve)
+    return create_app(model.confidence, answerer, gate, options, retrieve, token_bound(model))

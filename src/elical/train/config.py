@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 from typing_extensions import Self
 
+from elical.inputs import Range, Seed
 from elical.model_settings import ModelConfig, ModelFields, PromptFields
 from elical.yaml_config import YamlConfig
 
@@ -64,32 +65,33 @@ class TrainSettings(YamlConfig, ModelFields):
             "from stage 1, the head trained on its cached features (lr_head_only). platt: stage 1 kept whole, "
             "its logit rescaled by a logistic fit on the labels (a monotone map: stage 1's ranking unchanged). "
             "mixed: full, with stage2_mix unlabelled pool questions per label trained on stage-1 targets"))
-    stage2_mix: float = Field(1.0, ge=0, le=100, description="mixed: unlabelled pool questions per labelled one")
-    val_fraction: float = Field(0.1, gt=0, lt=1)
+    stage2_mix: Annotated[float, Range(0, 100)] = Field(1.0, description="mixed: unlabelled pool questions per labelled one")
+    val_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.1
     # optimisation
     loss: Literal["mse", "bce"] = "mse"
-    lr: float = Field(5e-5, gt=0)
-    lr_stage2: float | None = Field(None, gt=0)
-    lr_head_only: float = Field(1e-3, gt=0)
-    weight_decay: float = 0.1
-    warmup_ratio: float = 0.1
-    max_grad_norm: float = 1.0
-    epochs_stage1: int = Field(10, ge=1)
-    epochs_stage2: int | None = Field(None, ge=1, description="None: 50 when <= 10k labels, else 15 (authors)")
-    patience: int = Field(4, ge=1, description="epochs after warm-up that stop a stage early (see selection)")
+    lr: Annotated[float, Range(0, low_open=True)] = 5e-5
+    lr_stage2: Annotated[float, Range(0, low_open=True, note="null: lr")] | None = None
+    lr_head_only: Annotated[float, Range(0, low_open=True)] = 1e-3
+    weight_decay: Annotated[float, Range(0)] = 0.1
+    warmup_ratio: Annotated[float, Range(0, 1)] = Field(0.1, description="share of a stage's steps in lr warm-up")
+    max_grad_norm: Annotated[float, Range(0, note="0: no clipping")] = 1.0  # a negative norm would flip the gradient
+    epochs_stage1: Annotated[int, Range(1)] = 10
+    epochs_stage2: Annotated[int, Range(1, note="null: the authors' rule")] | None = Field(
+        None, description="None: 50 when <= 10k labels, else 15 (authors)")
+    patience: Annotated[int, Range(1)] = Field(4, description="epochs after warm-up that stop a stage early (see selection)")
     selection: Literal["noise-aware", "best", "last"] = Field(
         "noise-aware", description=(
             "which epoch a stage keeps (never one that ends inside the lr warm-up). noise-aware: the lowest "
             "validation MSE only if it beats the last epoch by more than selection_z paired standard errors, "
             "else the last; early stop after `patience` epochs in a row clearly worse than the lowest. best: "
             "lowest validation MSE, early stop after `patience` epochs without a lower one. last: no early stop"))
-    selection_z: float = Field(2.0, ge=0, description="standard errors that make a validation difference clear")
-    batch_size: int = 512
-    micro_batch_size: int = Field(16, ge=1)  # questions per forward when packing is off
+    selection_z: Annotated[float, Range(0)] = Field(2.0, description="standard errors that make a validation difference clear")
+    batch_size: Annotated[int, Range(1)] = 512
+    micro_batch_size: Annotated[int, Range(1)] = 16  # questions per forward when packing is off
     # speed
     packing: bool = True
-    tokens_per_batch: int = 8192
-    row_length: int = 1024
+    tokens_per_batch: Annotated[int, Range(1)] = 8192
+    row_length: Annotated[int, Range(1)] = 1024
     compile: bool | None = Field(None, description="compile the model (None: on when training on CUDA)")
     compile_mode: Literal["layers", "model", "reduce-overhead"] = Field(
         "layers", description=(
@@ -103,7 +105,8 @@ class TrainSettings(YamlConfig, ModelFields):
             "float32 weights, gradients and AdamW states are kept); needs a bf16 backbone and one process"))
     fused_optimizer: bool = Field(False, description="AdamW's fused kernel (torch.optim.AdamW(fused=True))")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"
-    save_steps: int = Field(200, ge=0, description="optimizer steps between mid-epoch checkpoints (0: epoch ends only)")
+    save_steps: Annotated[int, Range(0, note="0: at epoch ends only")] = Field(
+        200, description="optimizer steps between mid-epoch checkpoints (0: epoch ends only)")
 
     @field_validator("mixed_precision", mode="before")
     @classmethod
@@ -112,9 +115,7 @@ class TrainSettings(YamlConfig, ModelFields):
         return "no" if value is False else value
 
     @model_validator(mode="after")
-    def _positive_sizes(self) -> Self:
-        if self.batch_size < 1 or self.tokens_per_batch < 1 or self.row_length < 1:
-            raise ValueError("batch_size, tokens_per_batch and row_length must be positive")
+    def _graphs_need_packing(self) -> Self:
         if self.compile_mode == "reduce-overhead" and not self.packing:
             raise ValueError("compile_mode reduce-overhead needs packing: true (CUDA graphs need the static "
                              "micro-batch shapes of packed rows)")
@@ -128,8 +129,9 @@ class TrainConfig(PromptFields, TrainSettings):
     model: str = Field("", description="Hugging Face causal LM: local folder or hub name")
     mode: Mode = "elical"
     output_dir: str = "runs/train"
-    seed: int = 0
-    budget: int | None = Field(None, ge=1, description="labelled questions for calibration (None: all)")
+    seed: Seed = 0
+    budget: Annotated[int, Range(1, note="null: all")] | None = Field(
+        None, description="labelled questions for calibration (None: all)")
 
     @model_validator(mode="after")
     def _compile_needs_lora(self) -> TrainConfig:

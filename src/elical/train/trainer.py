@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from elical.folder_lock import holding_launch_lock
+from elical.folder_lock import launch_lock
 from elical.records import Record, read_records
 from elical.train.budgets import budget_subset, split_validation
 from elical.train.config import TrainConfig, stage2_settings
@@ -273,27 +273,35 @@ def record_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], start
     record_settings(out, SETTINGS_STEP, _run_settings(cfg, specs, start))
 
 
-@holding_launch_lock(lambda cfg, *args, **kwargs: cfg.output_dir)  # one launch at a time per output folder
 def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, overwrite: bool = False,
           init_from: str | Path | None = None) -> dict[str, Any]:
     """Run the training of ``cfg.mode`` on the records in ``inputs``; the model lands in output_dir/model.
 
-    A folder holding a run with other output-deciding settings is refused before anything is written
-    (see :func:`check_folder`); ``overwrite`` retrains what changed. A rerun with the same settings
-    resumes where the last one stopped. ``init_from`` (mode elical): a training folder whose finished
-    stage 1 has this training's stage-1 settings (see :func:`initial_stage`); stage 2 starts from its
-    selected model instead of training stage 1 again."""
+    The records and the plan (budget, targets, ``init_from``) are checked first, then the output folder's lock
+    is taken (one launch at a time per folder, elical.folder_lock). A folder holding a run with other output-deciding
+    settings is refused before anything is written (see :func:`check_folder`); ``overwrite`` retrains what
+    changed. A rerun with the same settings resumes where the last one stopped. ``init_from`` (mode elical):
+    a training folder whose finished stage 1 has this training's stage-1 settings (see
+    :func:`initial_stage`); stage 2 starts from its selected model instead of training stage 1 again."""
+    if not cfg.model:
+        raise ValueError("no model given: set `model` (a Hugging Face causal LM folder or name)")
+    records = read_records(list(inputs))
+    plans = plan_stages(records, cfg)  # all input errors surface here, before any model is loaded or lock taken
+    specs = plan_run(cfg, plans, records)
+    start = initial_stage(init_from, cfg, specs) if init_from is not None else None
+    with launch_lock(cfg.output_dir):
+        return _train_locked(cfg, records, plans, specs, start, inputs, show_progress, overwrite)
+
+
+def _train_locked(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, StagePlan], specs: list[StageSpec],
+                  start: InitStage | None, inputs: Sequence[str], show_progress: bool,
+                  overwrite: bool) -> dict[str, Any]:
+    """:func:`train` once it holds the output folder's lock."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
     from elical.provenance import provenance
 
-    if not cfg.model:
-        raise ValueError("no model given: set `model` (a Hugging Face causal LM folder or name)")
-    records = read_records(list(inputs))
-    plans = plan_stages(records, cfg)  # all input errors surface here, before any model is loaded
-    specs = plan_run(cfg, plans, records)
-    start = initial_stage(init_from, cfg, specs) if init_from is not None else None
     out = Path(cfg.output_dir)
     accelerator = Accelerator(mixed_precision=specs[0].settings["mixed_precision"])
     _prepare_folder(out, cfg, specs, start, overwrite, accelerator)

@@ -49,6 +49,11 @@ GREEDY = GenerationSettings()
 PAPER_SAMPLING = GenerationSettings(do_sample=True, n=20)
 
 
+class UnusableAnswer(ValueError):
+    """A backend answered with values no record may hold (a log-probability above 0 or not finite, ...):
+    annotation stops with this one-line error instead of writing them, as a retry cannot mend a server."""
+
+
 @dataclass
 class Generation:
     """One answer: its text, its tokens (as text) and each token's log-probability under the model.

@@ -19,8 +19,16 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt
+from elical.annotate.backends.base import (
+    GREEDY,
+    Backend,
+    Generation,
+    GenerationSettings,
+    Prompt,
+    UnusableAnswer,
+)
 from elical.annotate.backends.server_pool import Server, ServerPool
+from elical.records import is_logprob
 from elical.redact import redact
 
 
@@ -79,7 +87,7 @@ class OpenAIBackend(Backend):
         try:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 results = list(pool.map(lambda p: self._one(p, settings), prompts))
-        except ServerError:
+        except (ServerError, UnusableAnswer):
             raise
         except Exception as err:  # noqa: BLE001 - httpx and JSON errors may quote the URL: redact, keep the type
             raise ServerError(self.redact(f"{type(err).__name__}: {err}")) from None
@@ -146,7 +154,27 @@ class OpenAIBackend(Backend):
         choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
         if len(choices) != settings.n:
             raise ServerError(self.redact(f"{url}{path}: asked for {settings.n} answers, got {len(choices)}"))
-        return [self._parse(choice, chat=path == "/chat/completions") for choice in choices]
+        answers = [self._parse(choice, chat=path == "/chat/completions") for choice in choices]
+        for index, answer in enumerate(answers):
+            problem = self._problem(answer)
+            if problem:
+                raise UnusableAnswer(self.redact(f"{url}{path}: the server's answer {index} has {problem}; not written "
+                                                 "(a broken server or model: fix it, then rerun the same command)"))
+        return answers
+
+    @staticmethod
+    def _problem(answer: Generation) -> str | None:
+        """What in a parsed answer no record may hold: a log-prob that is not finite or above 0, a token
+        that is not text, or not one log-prob per token; None when it is sound."""
+        values = answer.token_logprobs
+        if values is None:
+            return None
+        bad = next((i for i, v in enumerate(values) if not is_logprob(v)), None)
+        if bad is not None:
+            return f"log-prob {values[bad]!r} at token {bad} (log-probabilities are finite and <= 0)"
+        if not all(isinstance(t, str) for t in answer.tokens) or len(answer.tokens) != len(values):
+            return f"{len(answer.tokens)} tokens but {len(values)} log-probs (or a token that is not text)"
+        return None
 
     @staticmethod
     def _parse(choice: dict[str, Any], chat: bool) -> Generation:

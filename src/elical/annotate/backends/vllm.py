@@ -9,11 +9,12 @@ engine per GPU (``--engine ray`` starts one per GPU worker, or ``--shard i/n`` b
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt
+from elical.inputs import Range
 
 
 class VLLMSettings(BaseModel):
@@ -22,10 +23,10 @@ class VLLMSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tensor_parallel_size: int = Field(1, ge=1)  # GPUs one model is split over
-    data_parallel_size: int = Field(1, ge=1)  # model replicas inside one engine (vLLM versions that have it)
-    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)  # share of each GPU's memory vLLM may take
-    max_model_len: int | None = Field(None, ge=1)  # None: the model's own context length
+    tensor_parallel_size: Annotated[int, Range(1)] = 1  # GPUs one model is split over
+    data_parallel_size: Annotated[int, Range(1)] = 1  # model replicas inside one engine (vLLM versions that have it)
+    gpu_memory_utilization: Annotated[float, Range(0, 1, low_open=True)] = 0.9  # share of each GPU's memory vLLM may take
+    max_model_len: Annotated[int, Range(1)] | None = None  # None: the model's own context length
     engine_kwargs: dict[str, Any] = Field(default_factory=dict)
 
     def gpus(self) -> int:
