@@ -317,8 +317,7 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
     if not named:
         return -1
     position, end, option = named[0]
-    others = {t.text for opt in choice.options for t in opt}
-    asked_rest = [t for t in asked if t.text not in others]  # the question's words beside its options
+    asked_rest = [t for t in asked if t.text not in option_words]  # the question's words beside its options
     if "than" in words[end:]:  # "A is older than B": A under the sentence's comparative, else B
         said = _compares(words[end : end + words[end:].index("than")], choice, asked_rest)
         return option if said is None else _under(option, said, choice)
