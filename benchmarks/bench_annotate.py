@@ -63,7 +63,7 @@ def questions(n: int, data: Path | None) -> list[QAItem]:
     """Real questions from the shared QA files when present, else a built-in handful repeated."""
     if data is not None and data.is_dir():
         files = sorted(data.glob("*.jsonl"))
-        items = load_many(files, limit_per_source=math.ceil(n / max(1, len(files))))
+        items = load_many(files, limit=math.ceil(n / max(1, len(files))))
         return items[:n]
     base = ["What is the capital of France?", "Who wrote Hamlet?", "Which river flows through Egypt?",
             "In which year did Apollo 11 land on the Moon?", "Who painted the Mona Lisa?"]

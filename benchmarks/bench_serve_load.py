@@ -60,17 +60,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def machine() -> str:
-    """CPU model, cores, load and library versions."""
+    """CPU model, cores, load (run_default.machine) and library versions."""
     import torch
+    from run_default import machine as cpu
 
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            model = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{model}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; torch {torch.__version__}, "
-            f"httpx {httpx.__version__}, Python {platform.python_version()}")
+    return f"{cpu()}; torch {torch.__version__}, httpx {httpx.__version__}, Python {platform.python_version()}"
 
 
 def rss_mib(pid: int) -> float:

@@ -4,6 +4,7 @@ and metrics that are not bit-identical. Prints the counts and the machine.
 
     python benchmarks/kill_resume.py --n 3                     # the packaged world LM on CPU, a few minutes
     python benchmarks/kill_resume.py --n 10 --work /tmp/kr     # keep the folders to look at
+    python benchmarks/kill_resume.py --only annotate --chunk-seconds 0.5   # shards sized by time too
 
 Each trial starts the command, waits until it holds its output folder's lock (the work has begun), kills
 it after a random share of the uninterrupted run's working time (halved and retried from scratch, up to
@@ -84,12 +85,13 @@ def table_diff(base: Path, got: Path, what: str) -> Counter:
     return Counter({f"{what}_different": int((~same).to_numpy().sum())})
 
 
-def annotate_job(questions: Path) -> Job:
+def annotate_job(questions: Path, chunk_seconds: float | None = None) -> Job:
     from elical.world import default_lm_path
 
     def command(out: Path) -> list[str]:
+        timed = ["--chunk-seconds", str(chunk_seconds)] if chunk_seconds else []
         return [*ELICAL, "annotate", str(questions), "--out", str(out), "--model", str(default_lm_path()),
-                "--k", "4", "--chunk-size", "8", "--batch-size", "32", "--device", "cpu"]
+                "--k", "4", "--chunk-size", "8", "--batch-size", "32", "--device", "cpu", *timed]
 
     def compare(base: Path, out: Path) -> Counter:
         from elical.annotate import merge_shards
@@ -235,6 +237,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="Seed of the kill times.")
     parser.add_argument("--work", default=None, help="Folder for the runs (default: a temporary one, removed).")
     parser.add_argument("--only", choices=["annotate", "train", "run"], action="append", help="Just these jobs.")
+    parser.add_argument("--chunk-seconds", type=float, default=None,
+                        help="annotate job: also write a shard once its chunk has run this long (time-sized shards).")
     args = parser.parse_args()
     import elical
 
@@ -246,7 +250,7 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         world_questions(work / "questions.jsonl", args.questions)
         (work / "run.yaml").write_text(RUN_CONFIG)
-        jobs = {"annotate": lambda: annotate_job(work / "questions.jsonl"),
+        jobs = {"annotate": lambda: annotate_job(work / "questions.jsonl", args.chunk_seconds),
                 "train": lambda: train_job(work / "annotate-base" / "records.parquet", work / "annotate-base" / "records.parquet"),
                 "run": lambda: run_job(work / "run.yaml")}
         wanted = args.only or list(jobs)

@@ -272,3 +272,23 @@ def test_cli_verbal_annotate_then_evaluate(cli_inputs, tmp_path):
     assert result.exit_code == 0, result.output
     assert "lacks" not in result.output
     assert "Verbal-0" in (tmp_path / "eval" / "metrics.csv").read_text()
+
+
+def test_without_samples_consistency_is_n_a_and_consis_sem_is_left_out(tmp_path):
+    from rich.console import Console
+
+    from elical.annotate.run import summarize
+    from elical.cli import _print_annotation_summary
+    from elical.confidence import applicable_estimators
+    from elical.records import Record
+
+    records = [Record(question=f"q{i}", answers=["a"], dataset="d", greedy_response="a", greedy_logprobs=[-0.1 * i],
+                      greedy_correct=i % 2, samples=[], sample_consistent=[]) for i in range(1, 7)]  # k = 0
+    row = summarize(records)[-1]
+    assert row["consistency"] is None and row["auroc_consis_sem"] is None and row["auroc_nprob"] is not None
+    console = Console(record=True, width=200)
+    _print_annotation_summary(console, records, tmp_path)
+    line = next(line for line in console.export_text().splitlines() if " ALL " in line)
+    assert [cell.strip() for cell in line.split("│")[5:7]] == ["n/a", "n/a"], line  # consistency, AUROC Consis-Sem
+    usable, skipped = applicable_estimators(records)
+    assert "Consis-Sem" not in {e.name for e in usable} and "Consis-Sem" in skipped

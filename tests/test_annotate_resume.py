@@ -4,6 +4,7 @@ setting does not change the records (then it resumes) or --overwrite starts over
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -160,3 +161,94 @@ def test_questions_added_to_the_data_are_annotated_on_resume(backend, tmp_path):
     calls = counting(backend)
     records = annotate(items, backend, None, CONFIG, tmp_path, progress=False)
     assert calls and [r.id for r in records] == [it.id for it in items]
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs (no retry catches it)."""
+
+
+def slowed(backend, seconds: float, die_after: int | None = None) -> list[int]:
+    """Make each generate call take ``seconds``; raise Killed on call ``die_after`` (counted from 1)."""
+    calls: list[int] = []
+    original = backend.generate
+
+    def generate(*args, **kwargs):
+        calls.append(1)
+        if die_after is not None and len(calls) == die_after:
+            raise Killed
+        time.sleep(seconds)
+        return original(*args, **kwargs)
+
+    backend.generate = generate
+    return calls
+
+
+def test_a_chunk_is_written_once_chunk_seconds_pass_even_if_not_full(backend, tmp_path):
+    items = make_items(12)
+    timed = CONFIG.model_copy(update={"chunk_size": 256, "chunk_seconds": 0.05})  # 4 questions per batch
+    slowed(backend, 0.06)
+    annotate(items, backend, None, timed, tmp_path, progress=False)
+    parts = sorted((tmp_path / "shards").glob("part-*.parquet"))
+    assert [len(read_parquet(p)) for p in parts] == [4, 4, 4]  # one batch each, far below 256
+    assert AnnotateConfig(chunk_seconds=1).output_settings() == AnnotateConfig().output_settings()
+
+
+def test_a_run_killed_after_a_timed_chunk_resumes_to_the_same_records(backend, tmp_path):
+    items = make_items(12)
+    whole = annotate(items, backend, None, CONFIG, tmp_path / "whole", progress=False)
+    timed = CONFIG.model_copy(update={"chunk_size": 256, "chunk_seconds": 0.05})
+    slowed(backend, 0.06, die_after=4)  # each batch: a greedy and a sampling call; killed in the 2nd batch
+    with pytest.raises(Killed):
+        annotate(items, backend, None, timed, tmp_path / "run", progress=False)
+    parts = sorted((tmp_path / "run" / "shards").glob("part-*.parquet"))
+    assert [len(read_parquet(p)) for p in parts] == [4]  # the first batch's chunk survived the kill
+    assert not list((tmp_path / "run" / "shards").glob("*.tmp*"))
+    del backend.generate  # the process restarts: an unslowed backend
+    calls = counting(backend)
+    resumed = annotate(items, backend, None, timed.model_copy(update={"chunk_seconds": 600}), tmp_path / "run",
+                       progress=False)
+    assert resumed == whole and len(calls) == 4  # the 8 questions left, 4 per batch: greedy + samples each
+    assert read_parquet(tmp_path / "run" / "records.parquet") == whole
+
+
+def test_without_a_terminal_progress_is_plain_lines_at_intervals_with_rate_and_eta():
+    import io
+
+    from elical.annotate.progress import annotate_progress
+
+    out = io.StringIO()  # not a terminal, as under nohup, Slurm or CI
+    with annotate_progress(10, done=2, every=0.2, stream=out) as advance:
+        advance(1)
+        advance(1)  # within the interval: no line
+        time.sleep(0.25)
+        advance(2)
+        time.sleep(0.25)
+        advance(4)  # the last questions: a line whatever the interval
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "annotating: 2/10 questions done, 8 to go"
+    assert len(lines) == 3 and lines[1].startswith("annotating: 6/10 questions (60 %), ")
+    assert "questions/s" in lines[1] and "ETA " in lines[1] and "ETA unknown" not in lines[1]
+    assert lines[2].startswith("annotating: 10/10 questions (100 %)") and lines[2].endswith(", done")
+
+
+def test_annotate_prints_progress_lines_when_stdout_is_not_a_terminal(backend, tmp_path, capsys):
+    annotate(make_items(5), backend, None, CONFIG, tmp_path, progress=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("annotating:")]
+    assert lines[0] == "annotating: 0/5 questions done, 5 to go" and lines[-1].startswith("annotating: 5/5 questions")
+
+
+def test_cli_chunk_seconds_writes_a_shard_per_batch_and_a_rerun_with_another_value_resumes(tiny_tokenizer, tiny_llama,
+                                                                                            tmp_path):
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+
+    runner = CliRunner()
+    args = [*annotate_args(tiny_tokenizer, tiny_llama, tmp_path), "--k", "1", "--batch-size", "1"]
+    result = runner.invoke(app, [*args, "--chunk-seconds", "0.001"])
+    assert result.exit_code == 0, result.output
+    assert len(list((tmp_path / "run" / "shards").glob("part-*.parquet"))) == 3  # one question per batch
+    assert "annotating: 3/3 questions (100 %)" in result.output  # plain progress lines: no terminal here
+    result = runner.invoke(app, [*args, "--chunk-seconds", "600"])
+    assert result.exit_code == 0, result.output
+    assert "annotating: 3/3 questions done, 0 to go" in result.output

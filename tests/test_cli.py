@@ -112,3 +112,62 @@ def test_annotate_log_holds_no_progress_bars_of_the_model_loader(tiny_tokenizer,
     log = done.stdout + done.stderr
     assert "Wrote 1 records" in log
     assert "Loading weights" not in log and "it/s]" not in log and "FutureWarning" not in log
+
+
+def _all_commands() -> list[list[str]]:
+    group = cli.typer.main.get_command(app)
+    names = [[name] for name in group.commands]  # type: ignore[attr-defined]
+    world = group.commands["world"]  # type: ignore[attr-defined]
+    return [[], *names, *(["world", name] for name in world.commands)]
+
+
+@pytest.mark.parametrize("command", _all_commands(), ids=lambda c: " ".join(c) or "elical")
+def test_help_shows_plain_metavars_not_python_types(command):
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    for python_name in ("<bool>", "<int>", "<str>", "<path>", "<float>", "list["):
+        assert python_name not in result.output, (python_name, result.output)
+    usage = next(line for line in result.output.splitlines() if "Usage:" in line)
+    assert "{" not in usage, usage
+
+
+def test_help_names_arguments_and_types_as_click_does():
+    result = CliRunner().invoke(app, ["evaluate", "--help"], env={"COLUMNS": "400"})
+    text = " ".join(result.output.replace("│", " ").split())
+    assert "Usage: elical evaluate [OPTIONS] RECORDS..." in text
+    assert "--out -o PATH" in text and "--resamples INTEGER" in text and "--methods TEXT" in text
+    assert "--ece-strategy [uniform|quantile]" in text and "--skip-invalid Skip" in text
+
+
+def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
+    import signal
+    import socket
+
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text('{"question": "Who wrote Hamlet?", "answer": ["Shakespeare"]}\n')
+    with socket.create_server(("127.0.0.1", 0)) as server:  # accepts, never answers: annotate waits on it
+        server.settimeout(120)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+        args = ["annotate", str(qa), "-o", str(tmp_path / "out"), "--backend", "openai", "--base-url", url,
+                "--model", "m", "--k", "0", "--read-timeout", "5"]
+        proc = subprocess.Popen([sys.executable, "-m", "elical.cli", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            connection, _ = server.accept()  # the command is in the middle of its work
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+            connection.close()
+        finally:
+            proc.kill()
+    assert proc.returncode == 130, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("interrupted: the finished shards are kept under "), err
+    assert lines[0].endswith("rerun the same command to resume: elical " + " ".join(args)), err
+
+
+def test_train_without_out_says_where_it_writes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["train", str(tmp_path / "missing.jsonl")])
+    assert "Writing to runs/train (the default; -o sets it)" in result.output, result.output
+    with_out = CliRunner().invoke(app, ["train", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "t")])
+    assert "Writing to" not in with_out.output, with_out.output

@@ -93,8 +93,32 @@ def test_bad_shard_specs(spec):
 
 
 def test_real_shared_data(shared_data):
-    items = load_many([shared_data / "qa" / "nq_test.jsonl", shared_data / "qa" / "popqa_test.jsonl", shared_data / "mmlu" / "val"], limit_per_source=20)
+    items = load_many([shared_data / "qa" / "nq_test.jsonl", shared_data / "qa" / "popqa_test.jsonl", shared_data / "mmlu" / "val"], limit=20)
     assert [i.dataset for i in items].count("nq") == 20 and [i.dataset for i in items].count("mmlu") == 20
     assert all(i.answers and all(a.strip() for a in i.answers) for i in items)
     assert len({i.id for i in items}) == len(items)
     assert all(len(i.choices) == 4 and i.answers[0] in "ABCD" for i in items if i.dataset == "mmlu")
+
+
+def test_limit_keeps_the_first_n_of_each_dataset_in_annotate_and_honesty_eval(tmp_path):
+    """`--limit N` means one thing everywhere: the first N questions of each dataset (a folder of HonestyBench
+    files, a record file holding several datasets, or several files)."""
+    from elical.honesty.commands import eval_items
+    from elical.records import Record, write_parquet
+
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    for name in ("nq_test", "popqa_test"):
+        write_jsonl(folder / f"{name}.jsonl", [{"question": f"{name} {i}?", "answer": ["x"]} for i in range(5)])
+    datasets = [i.dataset for i in load_items(folder, limit=2)]
+    assert datasets == ["nq", "nq", "popqa", "popqa"]
+    assert [i.dataset for i in load_many([folder / "nq_test.jsonl", folder / "popqa_test.jsonl"], limit=3)] == \
+        ["nq"] * 3 + ["popqa"] * 3
+    records = [Record(question=f"{d} {i}?", answers=["x"], dataset=d, greedy_correct=1)
+               for d in ("nq", "popqa", "mmlu") for i in range(4)]
+    write_parquet(records, tmp_path / "records.parquet")
+    honesty = tmp_path / "honesty"
+    honesty.mkdir()
+    write_jsonl(honesty / "puqa.jsonl", [{"question": f"unknowable {i}?", "label": "unknown"} for i in range(4)])
+    picked = eval_items([tmp_path / "records.parquet"], honesty, 2)
+    assert [i.dataset for i in picked] == ["nq", "nq", "popqa", "popqa", "mmlu", "mmlu", "puqa", "puqa"]

@@ -182,3 +182,25 @@ def test_figures_leave_the_callers_matplotlib_backend_alone(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_records_stored_groups_are_used_and_group_options_override_them(tmp_path):
+    """A run's records (world datasets, unknown to the paper's split) keep the group each one stores."""
+    records = synthetic_records(toy_questions(40, "a"), "people-birth", seed=1) + synthetic_records(
+        toy_questions(40, "b"), "places-capital", seed=2)
+    for r in records:
+        r.extra["group"] = "in-domain" if r.dataset == "people-birth" else "ood"
+    write_jsonl(records, tmp_path / "eval.jsonl")
+    runner = CliRunner()
+    args = ["evaluate", str(tmp_path / "eval.jsonl"), "--methods", "Consis-Sem", "--resamples", "10",
+            "--alignment-repeats", "2"]
+    assert runner.invoke(app, [*args, "--out", str(tmp_path / "a")]).exit_code == 0
+    table = pd.read_csv(tmp_path / "a" / "metrics.csv")
+    assert dict(table[table.dataset != AVERAGE].groupby("dataset").group.first()) == {
+        "people-birth": "in-domain", "places-capital": "ood"}
+    overridden = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--group", "places-capital=mc"])
+    assert overridden.exit_code == 0, overridden.output
+    assert set(pd.read_csv(tmp_path / "b" / "metrics.csv").group) == {"in-domain", "mc"}
+    records[0].extra["group"] = "ood"  # one dataset, two stored groups: say so
+    with pytest.raises(ValueError, match=r"'people-birth' store different groups \(in-domain, ood\).*--group"):
+        evaluate(records, config=EvalConfig(methods=["Consis-Sem"], n_resamples=10))

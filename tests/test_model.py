@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -253,41 +255,21 @@ def test_python_api_gives_the_numbers_of_elical_predict(saved_model, tmp_path):
         model.confidence("Who wrote Hamlet?")
 
 
+def readme_recipe() -> str:
+    """The README's recipe that loads a model folder with transformers + peft + safetensors alone."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+    (recipe,) = [block for block in blocks if "PeftModel" in block]
+    return recipe
+
+
 def plain_confidences(folder, base, questions):
-    """The README recipe: a saved model's confidences with transformers + peft + safetensors alone."""
-    import itertools
-    import json
-    from pathlib import Path
-
-    import torch
-    from peft import PeftModel
-    from safetensors.torch import load_file
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    folder = Path(folder)
-    head_config = json.loads((folder / "head_config.json").read_text())
-    prompt = json.loads((folder / "prompt.json").read_text())
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1, pad_token_id=pad)
-    # The head: linear [H, 1], or the MLP [H, H/2, H/4, 1] with ReLU between its layers.
-    layers = [torch.nn.Linear(n_in, n_out) for n_in, n_out in itertools.pairwise(head_config["sizes"])]
-    model.score = layers[0] if len(layers) == 1 else torch.nn.Sequential(
-        *[m for layer in layers for m in (layer, torch.nn.ReLU())][:-1])
-    model.score.load_state_dict(load_file(folder / "head.safetensors"))
-    if (folder / "adapter_config.json").exists():  # LoRA (it holds the head too)
-        model = PeftModel.from_pretrained(model, folder)
-    model.eval()
-    out = []
-    for question in questions:
-        user = prompt["template"].format(question=question)
-        messages = [{"role": "system", "content": prompt["system"]}] if prompt["system"] else []
-        text = tokenizer.apply_chat_template(messages + [{"role": "user", "content": user}], tokenize=False,
-                                             add_generation_prompt=True) if tokenizer.chat_template else user
-        ids = tokenizer(text, add_special_tokens=False, return_tensors="pt").input_ids[:, -prompt["max_length"]:]
-        with torch.no_grad():
-            out.append(torch.sigmoid(model(input_ids=ids).logits[0, 0]).item())
-    return out
+    """The README recipe, run as written, on ``folder`` (in place of its ``runs/m/model``) and ``base``."""
+    recipe = readme_recipe()
+    assert 'folder = Path("runs/m/model")' in recipe
+    namespace: dict = {"base": str(base)}
+    exec(recipe.replace('Path("runs/m/model")', f"Path({str(folder)!r})"), namespace)  # noqa: S102 (the README's own code)
+    return [namespace["confidence"](question) for question in questions]
 
 
 @pytest.mark.parametrize(("lora", "head"), [(True, "linear"), (True, "mlp"), (False, "mlp")])
@@ -302,6 +284,26 @@ def test_saved_model_loads_with_plain_transformers_and_peft(tiny_dir, tmp_path, 
     head_config = json.loads((tmp_path / "m" / "head_config.json").read_text())
     hidden = model.classifier.config.hidden_size
     assert head_config["sizes"] == ([hidden, 1] if head == "linear" else [hidden, hidden // 2, hidden // 4, 1])
+
+
+@pytest.mark.parametrize("base", ["world-lm", "bf16"])
+def test_readme_recipe_loads_folders_of_half_precision_base_models(base, tmp_path, tiny_tokenizer):
+    """The recipe on the packaged world LM (config dtype float16) and a bfloat16 model: a head of the model's
+    dtype, and elical's numbers."""
+    import numpy as np
+
+    from tiny import build_model
+
+    if base == "bf16":
+        build_model(tiny_tokenizer, "llama").to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+        tiny_tokenizer.save_pretrained(tmp_path / "bf16")
+        base = str(tmp_path / "bf16")
+    model = randomized(ConfidenceModel.create(ModelConfig(base_model=base, head="mlp")))
+    model.save(tmp_path / "m")
+    path = json.loads((tmp_path / "m" / "elical_model.json").read_text())["base_model"]["path"]
+    assert json.loads((Path(path) / "config.json").read_text())["dtype"] in ("float16", "bfloat16")
+    expected = ConfidenceModel.from_pretrained(tmp_path / "m", device="cpu").confidence(QUESTIONS)
+    np.testing.assert_allclose(plain_confidences(tmp_path / "m", path, QUESTIONS), expected, atol=1e-5, rtol=0)
 
 
 def test_saved_model_names_its_base_model_portably(tmp_path, tiny_dir):
@@ -371,3 +373,27 @@ def test_packed_rows_take_elicals_mask_with_transformers_numbers(tiny_dir, monke
     theirs = confidences(model, seqs, batches)
     assert found
     torch.testing.assert_close(own, theirs, atol=1e-6, rtol=0)
+
+
+def test_a_saved_model_folder_has_a_model_card_and_names_its_base_portably(trained_model_dir, records_file):
+    import json
+
+    from elical.loading import portable_name
+    from elical.model import ConfidenceModel
+
+    saved = json.loads((trained_model_dir / "elical_model.json").read_text())
+    card = (trained_model_dir / "README.md").read_text()
+    base = saved["model"]["base_model"]
+    assert json.loads((trained_model_dir / "adapter_config.json").read_text())["base_model_name_or_path"] == base
+    assert base == portable_name(base)
+    assert card.startswith("---\nlibrary_name: peft\n") and "# elical confidence model" in card
+    assert f"`{base}`" in card and "Cal-Only: the labelled budget only" in card
+    assert "- label budget: all labelled questions" in card and "- seed: 0" in card and f"`{records_file}`" in card
+    chosen = saved["selection"]
+    assert f"validation MSE {chosen['val_mse']:.4f}" in card and "ECE is not measured at training" in card
+    if chosen["val_auroc"] is not None:  # None: one class among the validation questions
+        assert f"AUROC {chosen['val_auroc']:.3f} against {chosen['val_auroc_against']}" in card
+    assert "ConfidenceModel.from_pretrained(" in card and "PeftModel.from_pretrained(model, folder)" in card
+    assert "## Model Card for" not in card  # peft's empty template is replaced
+    model = ConfidenceModel.from_pretrained(trained_model_dir, device="cpu")  # still loads from the recorded name
+    assert 0.0 <= float(model.confidence(["What is the capital of France?"])[0]) <= 1.0

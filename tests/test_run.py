@@ -155,7 +155,7 @@ def test_findings_are_computed_from_the_numbers():
                    {100: [0.60, 0.62, 0.81], 1000: [0.80, 0.80, 0.80], 1500: [0.85, 0.85, 0.85]}, 0.75)
     diffs = _differences([("EliCal - Cal-Only", 100, 0.123, 0.020, 0.240),
                           ("EliCal - best training-free", 1500, 0.110, 0.050, 0.170)])
-    tracks, contested, beats, reaches, versus = findings(res, records, pool_size=1500, differences=diffs)
+    tracks, contested, beats, reaches, versus, _losses = findings(res, records, pool_size=1500, differences=diffs)
     assert tracks.holds is True and "0.750" in tracks.evidence and tracks.seeds is None
     assert contested.holds is True and contested.numbers["contested_gap"] == pytest.approx(1.0)
     assert beats.holds is True and beats.numbers["wins"] == 2 and beats.seeds == 3
@@ -166,7 +166,7 @@ def test_findings_are_computed_from_the_numbers():
     res2 = _results({100: [0.5, 0.5, 0.5], 1500: [0.9, 0.9, 0.9]}, {100: [0.6, 0.6, 0.6], 1500: [0.9, 0.9, 0.9]}, 0.6)
     diffs2 = _differences([("EliCal - Cal-Only", 100, -0.1, -0.2, -0.05),
                            ("EliCal - best training-free", 1500, 0.3, -0.010, 0.240)])
-    _, contested2, beats2, reaches2, versus2 = findings(res2, records[:8], pool_size=1500, differences=diffs2)
+    _, contested2, beats2, reaches2, versus2, _ = findings(res2, records[:8], pool_size=1500, differences=diffs2)
     assert beats2.holds is False and reaches2.holds is False
     assert contested2.holds is None and "subject marks none" in contested2.evidence  # exposure known, none contested
     # EliCal's mean is higher, but the paired interval includes 0: the answer rests on the interval, not the means
@@ -178,6 +178,41 @@ def test_findings_are_computed_from_the_numbers():
     for rec in records:
         rec.extra = {}
     assert "no exposure information" in findings(res2, records, pool_size=1500)[1].evidence
+
+
+def test_findings_cover_calibration_say_its_direction_and_say_when_elical_loses():
+    from elical.run.differences import RUN_DIFFERENCE_COLUMNS
+    from elical.run.report import finding_line
+
+    ece = "ece@10-uniform"
+    rows = []
+    for budget, (e_ece, c_ece) in {50: (0.201, 0.084), 150: (0.209, 0.135), 500: (0.170, 0.078)}.items():
+        for seed in range(3):
+            rows += [("EliCal", budget, float(seed), "in-domain", "auroc", 0.80), ("Cal-Only", budget, float(seed), "in-domain", "auroc", 0.70),
+                     ("EliCal", budget, float(seed), "in-domain", ece, e_ece), ("Cal-Only", budget, float(seed), "in-domain", ece, c_ece),
+                     ("EliCal", budget, float(seed), "in-domain", "brier", 0.20), ("Cal-Only", budget, float(seed), "in-domain", "brier", 0.21)]
+    res = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    diff_rows = [(50, "auroc", 0.10, 0.02, 0.18), (50, "brier", -0.01, -0.03, 0.01)]
+    diff_rows += [(b, ece, d, d - 0.05, d + 0.05) for b, d in ((50, 0.117), (150, 0.074), (500, 0.092))]
+    diffs = pd.DataFrame([{"method_a": "EliCal", "method_b": "Cal-Only", "budget": b, "seed": "mean", "dataset": "average",
+                           "group": "in-domain", "metric": m, "diff": d, "ci_low": lo, "ci_high": hi,
+                           "excludes_zero": lo > 0 or hi < 0, "better_in_seeds": "", "comparison": "EliCal - Cal-Only"}
+                          for b, m, d, lo, hi in diff_rows], columns=RUN_DIFFERENCE_COLUMNS)
+    found = {f.question: f for f in findings(res, [], pool_size=1000, differences=diffs)}
+    auroc = found["Does EliCal beat Cal-Only on AUROC (higher is better) at the smallest budget (50 labels)?"]
+    calibration = found["Does EliCal beat Cal-Only on ECE (lower is better) at the smallest budget (50 labels)?"]
+    brier = found["Does EliCal beat Cal-Only on Brier (lower is better) at the smallest budget (50 labels)?"]
+    assert auroc.holds is True and calibration.holds is False and brier.holds is None
+    assert "ECE in-domain: EliCal 0.201 ± 0.000 vs Cal-Only 0.084" in calibration.evidence
+    assert "EliCal better in 0 of 3 seeds" in calibration.evidence and "EliCal better in 3 of 3" in brier.evidence
+    loses = found["Does EliCal lose to Cal-Only or the best training-free method on any metric?"]
+    assert loses.holds is True and loses.numbers == {"losses": 3, "worse_in_mean_only": 0}
+    assert loses.evidence.startswith("worse than Cal-Only on in-domain ECE (lower is better) at 50 labels (EliCal 0.201 "
+                                     "vs 0.084, difference +0.117 [0.067, 0.167]), 150 labels (EliCal 0.209 vs 0.135")
+    assert "AUROC" not in loses.evidence and "Brier" not in loses.evidence  # EliCal is better there, or not shown
+    assert "**YES** (rests on 3 seeds)" in finding_line(loses)
+    none_lost = findings(res, [], pool_size=1000, differences=diffs[diffs.metric != ece])[-1]
+    assert none_lost.holds is False and "no interval lies on EliCal's worse side" in none_lost.evidence
 
 
 def test_consistency_by_exposure_buckets():
@@ -221,6 +256,14 @@ def test_default_run_at_a_tiny_size_writes_every_report_section(tmp_path):
     md, page = (run / "report.md").read_text(), (run / "report.html").read_text()
     for section in SECTIONS:
         assert f"## {section}" in md and f"<h2>{section}</h2>" in page
+    findings_md = md[md.index("## Findings"):md.index("## Targets")]
+    assert "calibration error (ECE) and Brier score: lower is better" in findings_md
+    assert "Does EliCal beat Cal-Only on ECE (lower is better) at the smallest budget (12 labels)?" in findings_md
+    assert "Does EliCal beat Cal-Only on Brier (lower is better)" in findings_md
+    assert "Does EliCal lose to Cal-Only or the best training-free method on any metric?" in findings_md
+    assert "in-domain: ECE (+ worse)" in md and "in-domain: AUROC (+ better)" in md
+    assert "ECE and Brier: positive means A is worse" in md
+    assert "1k budget" not in md and "EliCal at 12 labels (this run's largest budget short of all labels" in md
     assert set(out.timings) == {"questions", "annotate", "train", "evaluate", "report"}
     # a rerun resumes: nothing is annotated or trained again
     again = run_pipeline(cfg, run, log=lambda _: None)

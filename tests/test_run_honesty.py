@@ -94,6 +94,8 @@ def test_tiny_world_run_with_honesty_writes_the_section_table_and_rows(tmp_path)
     for section in (*SECTIONS, HONESTY_SECTION):
         assert f"## {section}" in md and f"<h2>{html_escape(section)}</h2>" in page
     assert "EliCal gate (elical-30-s0, tau" in md and md.index(HONESTY_SECTION) < md.index("## Notes")
+    section = md[md.index(HONESTY_SECTION):]
+    assert section.index("EliCal gate: summary") < section.index("EliCal gate per QA dataset")
     assert "honesty" in out.timings
     # a rerun resumes: the honesty step is skipped and keeps its time
     again = run_pipeline(cfg, run, log=lambda _: None)
@@ -121,3 +123,18 @@ def test_answer_case_keep_leaves_world_names_as_written():
     authors = HonestyConfig(verb_levels=levels)
     assert [e.completion for e in build_examples([known], "confidence-verb", authors)] == ["known 3 of 5 : tese"]
     assert [e.completion for e in build_examples([unknown], "sft", authors)] == ["Piano."]
+
+
+def test_the_honesty_tables_lead_with_the_summary_rows_then_group_datasets():
+    from elical.run.honesty import GATE, HonestyOutcome, display_tables
+
+    rows = [{"method": m, "dataset": d, "n": 4, "honesty": 0.5, "accuracy": 0.25}
+            for m in ("unaligned", "absolute", GATE) for d in ("birth_city", "sport", "all", "puqa")]
+    outcome = HonestyOutcome(pd.DataFrame(rows), {"elical_model": "elical-30-s0", "tau": 0.4})
+    summary, per_dataset = display_tables(outcome)
+    assert list(summary.frame.dataset) == ["all", "puqa"] * 3
+    assert list(summary.frame.method)[-1] == "EliCal gate (elical-30-s0, tau 0.400)"
+    assert list(per_dataset.frame.dataset) == ["birth_city"] * 3 + ["sport"] * 3
+    assert list(per_dataset.frame.method[:3]) == ["unaligned", "absolute", "EliCal gate (elical-30-s0, tau 0.400)"]
+    one = HonestyOutcome(pd.DataFrame([r for r in rows if r["dataset"] == "sport"]), outcome.info)
+    assert len(display_tables(one)) == 1  # one QA dataset: no summary row, one short table

@@ -316,3 +316,26 @@ def test_failures_are_json_errors_without_internals():
         assert response.status_code == status and "Traceback" not in response.text
         assert "secret" not in response.text and "127.0.0.1" not in response.text
         assert response.json()["error"]["type"] in ("server_error", "upstream_error")
+
+
+def test_chat_reports_token_usage_and_models_their_creation_time(servers, trained_model_dir):
+    import time
+
+    from elical.model_folder import MODEL_CONFIG_NAME, find_model_folder
+
+    local, retrieving = servers
+    models = httpx.get(f"{local.url}/v1/models").json()["data"][0]
+    saved = find_model_folder(trained_model_dir) / MODEL_CONFIG_NAME
+    assert models["created"] == int(saved.stat().st_mtime) and 0 < models["created"] <= time.time()
+    body = {"messages": [{"role": "user", "content": KNOWN}], "max_tokens": 3}
+    usage = local.post("/v1/chat/completions", body).json()["usage"]
+    assert usage["prompt_tokens"] > 0 and 1 <= usage["completion_tokens"] <= 4
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    retrieved = retrieving.post("/v1/chat/completions", body).json()  # through the upstream: its own counts
+    assert retrieved["elical"]["decision"] == "retrieve" and retrieved["usage"]["prompt_tokens"] > usage["prompt_tokens"]
+    abstained = retrieving.post("/v1/chat/completions", {"messages": [{"role": "user", "content": UNKNOWN}]}).json()
+    assert abstained["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    openai = pytest.importorskip("openai")
+    reply = openai.OpenAI(base_url=f"{local.url}/v1", api_key="unused", max_retries=0).chat.completions.create(
+        model="tiny", messages=body["messages"], max_tokens=3)
+    assert reply.usage is not None and reply.usage.total_tokens == usage["total_tokens"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from elical.run.targets import one_k_budget, paper_targets
+from elical.run.targets import one_k_budget, one_k_words, paper_targets
 
 
 def _results(elical_1k: list[float], cal_all: list[float]) -> pd.DataFrame:
@@ -46,3 +46,12 @@ def test_the_1k_budget_is_the_smallest_at_or_above_1000_else_the_largest():
     assert one_k_budget([50, 150, 500]) == 500
     assert one_k_budget([1200, 5000]) == 1200
     assert one_k_budget([]) is None
+
+
+def test_claims_name_the_budget_that_stands_for_1k_without_calling_it_1k():
+    assert one_k_words(1000) == "EliCal at 1k labels"
+    assert one_k_words(1200) == "EliCal at 1200 labels (the smallest budget of this run at or above the paper's 1k)"
+    assert one_k_words(30).startswith("EliCal at 30 labels (this run's largest budget short of all labels")
+    results = _results([0.79, 0.80], [0.80, 0.80])
+    claims = [t.claim for t in paper_targets(results[results.budget != 1000], _differences({}, (0, 0, 0)), 2000)]
+    assert claims[0].startswith("EliCal at 100 labels (this run's largest budget") and "1k budget" not in claims[0]

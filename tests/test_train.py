@@ -243,3 +243,30 @@ def test_cli_train_then_predict(model_dir, records_file, tmp_path):
     assert len(read_predictions(tmp_path / "p.csv").confidence) == 40
     bad = runner.invoke(app, ["train", str(records_file), "--model", "m", "--set", "no_such_key=1"])
     assert bad.exit_code == 2 and "no_such_key" in bad.output
+
+
+def test_budget_over_the_pool_names_the_option_and_one_class_validation_is_said_once(model_dir, records_file,
+                                                                                        tmp_path):
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+
+    (tmp_path / "c.yaml").write_text(f"model: {model_dir}\nbatch_size: 8\nepochs_stage2: 3\nrow_length: 128\n")
+    base = ["train", str(records_file), "-c", str(tmp_path / "c.yaml"), "--mode", "cal-only"]
+    runner = CliRunner()
+    over = runner.invoke(app, [*base, "-o", str(tmp_path / "over"), "--budget", "1000"])
+    assert over.exit_code != 0
+    assert "--budget 1000 exceeds the 40 records" in over.output
+    assert "lower --budget to at most 40, or drop it" in over.output
+    small = runner.invoke(app, [*base, "-o", str(tmp_path / "small"), "--budget", "4"])  # one validation question
+    assert small.exit_code == 0, small.output
+    assert small.output.count("so there is no validation AUROC") == 1, small.output
+    assert "nan" not in small.output.lower() and small.output.count("val MSE") >= 3
+
+
+def test_one_class_note_says_which_class_and_none_when_both():
+    from elical.train.selection import one_class_note
+
+    assert one_class_note([0.9, 0.1], [1.0, 0.0]) is None
+    assert "the 2 validation questions are all answered wrongly" in one_class_note([0.9, 0.8], [0.0, 0.0])
+    assert "the one validation question has a target >= 0.5" in one_class_note([0.7], None)

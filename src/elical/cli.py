@@ -7,23 +7,106 @@ import importlib.metadata
 import importlib.resources
 import os
 import re
+import shlex
 import sqlite3
+import sys
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from elical.prompts import QA_STYLES
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from typer._click.core import Context, Parameter  # the click that typer vendors
 
     from elical.annotate.config import AnnotateConfig
     from elical.records import Record
 
-app = typer.Typer(
+_TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "bool": "BOOLEAN"}
+
+
+def _plain_type(typer_label: str, choice: bool) -> str:
+    """typer's Python type label ('<list[Path]>', '<int range>', '<a|b>') as click writes it: PATH, INTEGER, [a|b]."""
+    inner = typer_label.strip("<>")
+    if inner.startswith("list["):
+        inner = inner.removeprefix("list[").removesuffix("]")
+    inner = inner.removesuffix(" range")
+    return f"[{inner}]" if choice else _TYPE_NAMES.get(inner, inner.upper())
+
+
+class _PlainOption(TyperOption):
+    """An option whose --help shows a plain metavar (PATH, INTEGER, TEXT, [a|b]), nothing for a flag."""
+
+    def display_type(self, ctx: Context) -> str:
+        """The metavar of --help."""
+        return "" if self.is_flag else _plain_type(super().display_type(ctx), self.type_descriptor.is_choice)
+
+
+class _PlainArgument(TyperArgument):
+    """An argument named in capitals in --help (RECORDS...), with a plain metavar."""
+
+    @property
+    def display_name_raw(self) -> str:
+        """The argument's name in --help, usage and errors."""
+        return self.metavar or (self.name or "").upper()
+
+    def display_type(self, ctx: Context) -> str:
+        """The metavar of --help."""
+        return _plain_type(super().display_type(ctx), self.type_descriptor.is_choice)
+
+    def _usage_display_name(self) -> str:
+        """As click writes it: RECORDS... when required, [RECORDS]... when not."""
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+
+def _plain_params(params: list[Parameter]) -> None:
+    """Give typer's parameters the plain --help metavars of _PlainOption and _PlainArgument."""
+    for param in params:
+        if type(param) is TyperOption:
+            param.__class__ = _PlainOption
+        elif type(param) is TyperArgument:
+            param.__class__ = _PlainArgument
+
+
+class _PlainCommand(TyperCommand):
+    """A command whose --help shows plain metavars (see _PlainOption), not Python type names."""
+
+    def get_params(self, ctx: Context) -> list[Parameter]:
+        """The parameters (--help included), with plain metavars."""
+        params = super().get_params(ctx)
+        _plain_params(params)
+        return params
+
+
+class _PlainGroup(TyperGroup):
+    """A command group whose --help shows plain metavars (see _PlainOption)."""
+
+    def get_params(self, ctx: Context) -> list[Parameter]:
+        """The parameters (--help and typer's completion options included), with plain metavars."""
+        params = super().get_params(ctx)
+        _plain_params(params)
+        return params
+
+
+class _Typer(typer.Typer):
+    """typer.Typer whose commands and groups show plain metavars in --help."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cls=_PlainGroup, **kwargs)
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        """typer's command decorator, with plain --help metavars."""
+        return super().command(*args, cls=_PlainCommand, **kwargs)
+
+
+app = _Typer(
     name="elical",
     help="Calibrated confidence for LLMs: annotate, score, train, evaluate, report.",
     no_args_is_help=True,
@@ -162,6 +245,7 @@ def annotate(
     repetition_penalty: float = typer.Option(None, help="1.0 = none; the authors used 1.05."),
     batch_size: int = typer.Option(None, help="Sequences per generate call (HF)."),
     chunk_size: int = typer.Option(None, help="Questions per shard file."),
+    chunk_seconds: float = typer.Option(None, help="Write the shard file once its chunk has run this long (default 180), so a kill loses at most that much."),
     shard: str = typer.Option(None, help="Run shard i/n of the questions (0-based), e.g. 0/4."),
     engine: Literal["local", "ray"] | None = typer.Option(None, help="ray: every shard on Ray workers, one model each (default: local)."),
     address: str = typer.Option(None, help="Ray cluster to join, e.g. auto (default: start a local one)."),
@@ -173,7 +257,7 @@ def annotate(
     judge_model: str = typer.Option(None, help="Model of the llm/cascade judge (default: the answering model)."),
     verbal: list[str] = typer.Option([], help="Also ask for verbalized confidence: verbal-0, verbal-10 (repeat for both)."),
     verbal_examples: str = typer.Option(None, help="Records of a NON-evaluated split for the Verbal-10 examples."),
-    limit: int = typer.Option(None, min=1, help="Keep the first N questions of each source."),
+    limit: int = typer.Option(None, min=1, help="Keep the first N questions of each dataset (a file holding NQ and PopQA keeps N of each)."),
     seed: int = typer.Option(None, help="Sampling seed."),
     device: str = typer.Option(None, help="cpu, cuda, ... (default: auto)."),
     dtype: str = typer.Option(None, help="float32, bfloat16, ... (default: auto)."),
@@ -193,7 +277,7 @@ def annotate(
         model=model, backend=backend, base_url=(base_url[0] if len(base_url) == 1 else base_url) or None,
         api_key_env=api_key_env, concurrency=concurrency, engine=engine,
         connect_timeout=connect_timeout, read_timeout=read_timeout, k=k, max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty,
-        batch_size=batch_size, chunk_size=chunk_size, shard=shard, seed=seed, device=device, dtype=dtype,
+        batch_size=batch_size, chunk_size=chunk_size, chunk_seconds=chunk_seconds, shard=shard, seed=seed, device=device, dtype=dtype,
         shared_prefix=shared_prefix, fast_decode=fast_decode, verbal=verbal or None, verbal_examples=verbal_examples,
     )
     judges = {key: value for key, value in (("correctness", judge), ("consistency", consistency_judge), ("llm_model", judge_model)) if value}
@@ -203,7 +287,8 @@ def annotate(
         cfg = _annotate_config(config, overrides, judges, ray)
         if prompt is not None:
             cfg = cfg.model_copy(update={"prompts": cfg.prompts.model_copy(update={"qa": QA_STYLES[prompt]})})
-        records = annotate_sources(data, cfg, out, limit, overwrite)
+        with _on_interrupt(f"the finished shards are kept under {out}"):
+            records = annotate_sources(data, cfg, out, limit, overwrite)
     _print_annotation_summary(console, records, out)
 
 
@@ -227,7 +312,7 @@ def _print_annotation_summary(console: Console, records: list[Record], out: Path
     from elical.annotate.run import summarize
 
     table = Table("dataset", "questions", "failed", "accuracy", "consistency", "AUROC Consis-Sem", "AUROC N-Prob")
-    fmt = lambda v: "-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)  # noqa: E731
+    fmt = lambda v: "n/a" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)  # noqa: E731
     for row in summarize(records):
         table.add_row(*(fmt(v) for v in row.values()))
     console.print(table)
@@ -369,7 +454,8 @@ def honesty_tune(
         resolve_model(model)
         cfg = load_config(config, method=method, refusal=refusal, seed=seed, max_steps=steps, epochs=epochs,
                           learning_rate=lr, batch_size=batch_size, device=device)
-        result, counts = tune_from_files(records, model, out, cfg)
+        with _on_interrupt(f"honesty-tune saves its adapter only at the end, so nothing was kept in {out}", resumes=False):
+            result, counts = tune_from_files(records, model, out, cfg)
     console.print(f"{cfg.method}: {counts['examples']} examples ({counts['refusals']} refusals) from {counts['questions']} "
                   f"questions, {result.steps} steps, loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}; "
                   f"adapter in {result.adapter_dir}")
@@ -382,7 +468,7 @@ def honesty_eval(
     model: str = typer.Option("smollm2", help="The unaligned generator the adapter was tuned on."),
     records: list[Path] = typer.Option([], "--records", "-r", help="Record files whose questions to answer (gold aliases judged)."),
     honesty_data: Path = typer.Option(None, help="Folder with puqa*.jsonl / pkqa*.jsonl (refuse all / answer all)."),
-    limit: int = typer.Option(None, min=1, help="First N questions of each source."),
+    limit: int = typer.Option(None, min=1, help="Keep the first N questions of each dataset (of the records, and of each PUQA/PKQA file), as annotate does."),
     predictions: Path = typer.Option(None, "--predictions", "-p", help="EliCal prediction file: adds the confidence-gated row."),
     val_records: list[Path] = typer.Option([], help="Validation records (greedy correctness) where the gate's tau is chosen."),
     config: Path = typer.Option(None, "--config", "-c", help="YAML HonestyConfig (default: the one saved beside the adapter)."),
@@ -440,8 +526,12 @@ def train(
         check_output(cfg.output_dir, "folder")
         if cfg.model:
             resolve_model(cfg.model)
+        if out is None and os.environ.get("RANK", "0") == "0":  # one line under accelerate launch too
+            default = cfg.output_dir == TrainConfig.model_fields["output_dir"].default
+            console.print(f"Writing to {cfg.output_dir} ({'the default' if default else 'from --config'}; -o sets it)")
         try:
-            result = run_training(cfg, [str(p) for p in records], overwrite=overwrite, init_from=init_from)
+            with _on_interrupt(f"the finished stages and the last checkpoint are kept in {cfg.output_dir}"):
+                result = run_training(cfg, [str(p) for p in records], overwrite=overwrite, init_from=init_from)
         except TrainingError as err:
             console.print(f"[red]training stopped:[/red] {err}")
             raise typer.Exit(1) from None
@@ -458,7 +548,7 @@ def predict(
     model_dir: Path = typer.Argument(..., help="A trained model folder (elical train's <out>/model)."),
     inputs: list[Path] = typer.Argument(..., help="Record or QA files (JSONL/Parquet) or folders of them."),
     out: Path = typer.Option(..., "--out", "-o", help="Prediction file (.parquet, .csv or .jsonl) for elical evaluate."),
-    method: str = typer.Option(None, help="Method name stored with the predictions (default: the model folder's name)."),
+    method: str = typer.Option(None, help="Method name stored with the predictions (default: the model's method-budget-seed from its training settings, e.g. elical-1000-s0; else the model folder's name)."),
     device: str = typer.Option("auto", help="cpu, cuda, cuda:1 ... (auto: GPU if any)."),
     base_model: str = typer.Option(None, help="Backbone location if it moved since training."),
     tokens_per_batch: int = typer.Option(16384, min=1, help="Tokens per packed forward pass."),
@@ -578,6 +668,18 @@ def _split_pair(item: str, option: str) -> tuple[str, str]:
 
 
 @contextmanager
+def _on_interrupt(kept: str, resumes: bool = True) -> Iterator[None]:
+    """On Ctrl-C, say in one line what was kept and how to go on (the same command), then exit 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        command = shlex.join(["elical", *sys.argv[1:]])
+        then = f"rerun the same command to resume: {command}" if resumes else f"rerun to start over: {command}"
+        typer.echo(f"\ninterrupted: {kept}; {then}", err=True)
+        raise typer.Exit(130) from None
+
+
+@contextmanager
 def _user_errors(console):
     """Show bad-input errors (InputError, RecordError, pydantic's and other ValueErrors, settings that differ from
     the output folder's), an output folder in use by another process and a missing optional extra as one line
@@ -667,7 +769,8 @@ def run(
         folder = check_output(out or Path("runs") / cfg.name, "folder")
         if model:
             resolve_model(model)
-        result = run_pipeline(cfg, folder, log=_RunLog(console.print, cfg, folder), overwrite=overwrite)
+        with _on_interrupt(f"the finished steps (records, shards, trained models, scores) are kept in {folder}"):
+            result = run_pipeline(cfg, folder, log=_RunLog(console.print, cfg, folder), overwrite=overwrite)
     total = sum(result.timings.values())
     console.print(f"Report: {result.report} (total {total:.0f} s: "
                   + ", ".join(f"{k} {v:.0f} s" for k, v in result.timings.items()) + ")")
@@ -705,8 +808,8 @@ def retrieve_eval(
     console.print(f"Wrote {out / 'retrieval_curve.csv'}, {out / 'risk_coverage.csv'}, {out / 'retrieval.md'} and figures.")
 
 
-world_app = typer.Typer(help="The synthetic knowledge world and its tiny LM (the default subject of `elical run`).",
-                        no_args_is_help=True)
+world_app = _Typer(help="The synthetic knowledge world and its tiny LM (the default subject of `elical run`).",
+                   no_args_is_help=True)
 app.add_typer(world_app, name="world")
 
 

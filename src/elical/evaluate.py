@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -67,7 +68,7 @@ class EvalConfig(BaseModel):
         return f"ece@{self.ece_bins}-{self.ece_strategy}" + ("-paper" if self.convention == "paper" else "")
 
     def group_of(self, dataset: str) -> str:
-        """The evaluation group of a dataset (config overrides first, then the paper's split)."""
+        """The evaluation group of a dataset (``groups`` first, then the paper's split)."""
         return self.groups.get(dataset) or DATASET_GROUPS.get(dataset.lower(), "other")
 
 
@@ -131,7 +132,8 @@ def collect_scores(
     ids = [r.id for r in usable]
     for pred in predictions:
         if pred.method in all_scores:
-            raise ValueError(f"two score sources are both called {pred.method!r}; rename one prediction file")
+            raise ValueError(f"two score sources are both called {pred.method!r}; name one otherwise "
+                             "(`elical predict --method NAME`, or the 'method' column of a CSV or JSONL file)")
         values = np.array([pred.confidence.get(i, math.nan) for i in ids])
         matched = int(np.isfinite(values).sum())
         if matched == 0:
@@ -242,11 +244,29 @@ def _weighted_average(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         return (np.where(finite, values, 0.0) * w).sum(axis=0) / w.sum(axis=0)
 
 
+def stored_groups(records: Sequence[Record]) -> dict[str, str]:
+    """Dataset -> the group its records store (``extra['group']``, as `elical run`'s subjects write it);
+    records of one dataset that store different groups are a ValueError."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for record in records:
+        group = record.extra.get("group")
+        if isinstance(group, str) and group:
+            found[record.dataset].add(group)
+    mixed = {dataset: sorted(groups) for dataset, groups in found.items() if len(groups) > 1}
+    if mixed:
+        dataset, groups = next(iter(mixed.items()))
+        raise ValueError(f"the records of dataset {dataset!r} store different groups ({', '.join(groups)}); "
+                         f"choose one with --group {dataset}=NAME")
+    return {dataset: groups.pop() for dataset, groups in found.items()}
+
+
 def evaluate(
     records: Sequence[Record], predictions: Sequence[Predictions] = (), config: EvalConfig | None = None
 ) -> Evaluation:
-    """Score every method on every dataset and group; returns the long metrics table."""
+    """Score every method on every dataset and group; returns the long metrics table. A dataset's group is
+    ``config.groups``' (overrides), else the one its records store, else the paper's split."""
     config = config or EvalConfig()
+    config = config.model_copy(update={"groups": {**stored_groups(records), **config.groups}})
     scores, notes, baselines = collect_scores(records, predictions, config)
     unknown = sorted({m for pair in config.compare for m in pair} - set(scores))
     if unknown:

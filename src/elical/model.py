@@ -41,9 +41,11 @@ from elical.model_folder import (
     check_base_model,
     find_model_folder,
     head_sizes,
+    name_adapter_base,
     read_saved,
     write_head_files,
     write_json,
+    write_model_card,
     write_prompt_file,
 )
 from elical.model_settings import HeadKind, ModelConfig  # ModelConfig: also importable from here
@@ -238,7 +240,8 @@ class ConfidenceModel(nn.Module):
     def save(self, path: str | os.PathLike, meta: dict[str, Any] | None = None,
              state_dict: dict[str, torch.Tensor] | None = None) -> None:
         """Save as a standard peft adapter (with the head in modules_to_save), the head and prompt in
-        plain files, and elical_model.json (config with the base model's portable name, and ``meta``).
+        plain files, elical_model.json (config with the base model's portable name, and ``meta``) and a
+        model card (README.md).
 
         ``state_dict`` (keys of this module, e.g. gathered by ``accelerator.get_state_dict`` under
         FSDP) overrides the parameters held here.
@@ -257,8 +260,11 @@ class ConfidenceModel(nn.Module):
         write_head_files(path, self.config.head, head_sizes(hidden, self.config.head), head_state)
         write_prompt_file(path, self.config.system_prompt, self.config.qa_template, self.config.max_length)
         base = self.base_model_record()
+        if self.config.lora:
+            name_adapter_base(path, base["name"])
         config = {**self.config.model_dump(), "base_model": base["name"]}
         write_json(path / MODEL_CONFIG_NAME, {"model": config, "base_model": base, **(meta or {})})
+        write_model_card(path, config, meta or {})
 
     def base_model_record(self) -> dict[str, Any]:
         """The base model's portable name, path and fingerprint (computed once per base model)."""

@@ -4,13 +4,15 @@ let it load without elical.
 A folder holds ``elical_model.json`` (the model config, with the base model under the name a user
 passes, e.g. ``smollm2`` or ``org/name``, plus its path and fingerprint when saved, for information),
 ``head.safetensors`` + ``head_config.json`` (the head: layer sizes, weights and biases),
-``prompt.json`` (how a question becomes the prompt the head reads), and with LoRA a standard peft
-adapter (``adapter_config.json`` + ``adapter_model.safetensors``, the head in ``modules_to_save``).
+``prompt.json`` (how a question becomes the prompt the head reads), ``README.md`` (the model card), and
+with LoRA a standard peft adapter (``adapter_config.json`` + ``adapter_model.safetensors``, the head in
+``modules_to_save``; its base model named as in ``elical_model.json``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
 from collections.abc import Mapping
@@ -23,6 +25,8 @@ MODEL_CONFIG_NAME = "elical_model.json"
 HEAD_WEIGHTS_NAME = "head.safetensors"
 HEAD_CONFIG_NAME = "head_config.json"
 PROMPT_NAME = "prompt.json"
+MODEL_CARD_NAME = "README.md"
+ADAPTER_CONFIG_NAME = "adapter_config.json"
 ADAPTER_WEIGHTS_NAME = "adapter_model.safetensors"
 ADAPTER_HEAD_PREFIX = "base_model.model.score."
 
@@ -83,6 +87,73 @@ def write_prompt_file(path: Path, system: str | None, template: str, max_length:
     template (generation prompt added) when it has one, else the user message alone; longer prompts
     keep their last ``max_length`` tokens."""
     write_json(path / PROMPT_NAME, {"system": system, "template": template, "max_length": max_length})
+
+
+def name_adapter_base(path: Path, name: str) -> None:
+    """Record the base model in peft's ``adapter_config.json`` by its portable name, not the local path."""
+    config_file = path / ADAPTER_CONFIG_NAME
+    write_json(config_file, {**json.loads(config_file.read_text()), "base_model_name_or_path": name})
+
+
+_MODES = {
+    "elical": "EliCal: stage 1 on self-consistency (free labels from sampled answers), stage 2 on the labelled budget",
+    "eli-only": "Eli-Only: self-consistency targets only, no correctness labels",
+    "cal-only": "Cal-Only: the labelled budget only",
+    "head-only": "head only on the frozen base model's features (no LoRA)",
+}
+
+
+def write_model_card(path: Path, config: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+    """``README.md``: what the model is, how it was trained (mode, budget, seed, data, the selected epoch and its
+    validation numbers, where ``meta`` holds them) and how to load it, with elical and without."""
+    base = config["base_model"]
+    train = meta.get("train") or {}
+    settings = train.get("config") or {}
+    chosen = meta.get("selection") or {}
+    adapter = f"LoRA (r={config['lora_r']}, alpha={config['lora_alpha']}, {config['target_modules']}) and a" \
+        if config["lora"] else "a"
+    lines = [
+        "---", "library_name: peft" if config["lora"] else "library_name: transformers",
+        *([f"base_model: {base}"] if "/" in base and not Path(base).is_absolute() else []),
+        "tags: [elical, confidence-estimation, calibration]", "---", "",
+        "# elical confidence model", "",
+        (f"Reads a question and gives, before any answer is generated, the probability that the base model `{base}` "
+         f"answers it correctly: {adapter} {config['head']} head on the prompt's last token, then a sigmoid. "
+         "It scores the base model's own answers, not another model's."), "",
+        "## Training", "",
+    ]
+    if settings:
+        budget = settings.get("budget")
+        lines += [f"- mode: {_MODES.get(settings.get('mode', ''), settings.get('mode'))}",
+                  f"- label budget: {'all labelled questions' if budget is None else f'{budget} labelled questions'}",
+                  f"- seed: {train.get('seed', settings.get('seed'))}",
+                  f"- data: {', '.join(f'`{p}`' for p in train.get('inputs') or []) or 'not recorded'}"]
+    else:
+        lines.append("- not recorded (saved outside `elical train`)")
+    if chosen:
+        auroc, mse = chosen.get("val_auroc"), chosen.get("val_mse")
+        measured = [*([f"MSE {mse:.4f}"] if mse is not None else []),
+                    *([f"AUROC {auroc:.3f} against {chosen.get('val_auroc_against')}"]
+                      if auroc is not None and math.isfinite(auroc) else [])]
+        lines.append(f"- selected: {chosen.get('stage')} epoch {chosen.get('epoch')}"
+                     + (f"; validation {', '.join(measured)}" if measured else "")
+                     + " (the training's held-out validation questions; ECE is not measured at training: "
+                     "`elical predict`, then `elical evaluate` on your evaluation set, measure it)")
+    lines += [
+        "", "## Use", "", ("With elical (`pip install elical`; the base model must be found under the name above: an "
+                           "alias, a local folder or a Hugging Face name already in the local cache):"), "", "```python",
+        "from elical import ConfidenceModel", "",
+        'model = ConfidenceModel.from_pretrained("path/to/this/folder")  # base_model="..." if the base model moved',
+        'model.confidence(["What is the capital of France?"])  # numpy array in [0, 1]', "```", "",
+        "or `elical predict path/to/this/folder questions.jsonl -o confidences.parquet`.", "",
+        "With transformers and peft only: load the base model with `AutoModelForSequenceClassification"
+        ".from_pretrained(base, num_labels=1, dtype=torch.float32)`, replace its `score` with the head of "
+        "`head_config.json` (layer sizes; ReLU between layers) loaded from `head.safetensors`"
+        + (", wrap it with `PeftModel.from_pretrained(model, folder)`" if config["lora"] else "")
+        + ", render each question with `prompt.json` (system prompt and template, in the tokenizer's chat template) "
+        "and take the sigmoid of the logit; elical's README (\"A trained confidence model\") has the full recipe.", "",
+    ]
+    (path / MODEL_CARD_NAME).write_text("\n".join(lines), encoding="utf-8")
 
 
 def base_model_record(spec: str) -> dict[str, Any]:

@@ -71,6 +71,14 @@ class ModelKey:
         return {"method": self.method, "budget": self.budget, "seed": self.seed}
 
     @classmethod
+    def of_training(cls, settings: dict[str, Any]) -> ModelKey:
+        """The key of a model trained with these ``TrainConfig`` settings (as a model folder records them):
+        no budget is 'all' labels, and None where no stage reads labels (Eli-Only, head-only on 'eli')."""
+        mode = str(settings["mode"])
+        unlabelled = mode == "eli-only" or (mode == "head-only" and settings.get("head_only_target") == "eli")
+        return cls(mode, None if unlabelled else settings.get("budget") or "all", settings["seed"])
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelKey:
         """Inverse of :meth:`to_dict`; a missing or bad field is a ValueError naming it."""
         missing = [k for k in ("method", "budget", "seed") if k not in data]

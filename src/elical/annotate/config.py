@@ -22,11 +22,11 @@ from elical.yaml_config import YamlConfig
 CorrectnessJudgeKind = Literal["match", "mention", "exact", "paper", "embedding", "llm", "cascade"]
 ConsistencyJudgeKind = Literal["answer", "match", "mention", "exact", "embedding", "llm", "cascade"]
 # Settings of how, not what, is annotated (a rerun may change them and resume): where the model runs
-# (device, server address and key), speed (batch_size, shared_prefix, chunk_size, concurrency), timeouts,
-# retries, the shard index and the engine (local or Ray, and vLLM's engine settings).
+# (device, server address and key), speed (batch_size, shared_prefix, concurrency), shard files (chunk_size,
+# chunk_seconds), timeouts, retries, the shard index and the engine (local or Ray, and vLLM's engine settings).
 RESUMABLE = {"device", "base_url", "api_key_env", "batch_size", "shared_prefix", "fast_decode",
-             "chunk_size", "concurrency", "connect_timeout", "read_timeout", "retries", "shard", "engine", "ray",
-             "vllm"}
+             "chunk_size", "chunk_seconds", "concurrency", "connect_timeout", "read_timeout", "retries", "shard",
+             "engine", "ray", "vllm"}
 # Decoding options that are recorded when on: fast_decode samples from the same distribution as generate
 # but draws other samples, so a folder annotated with it is not resumed without it (nor the reverse); off,
 # they leave fingerprints as before.
@@ -88,6 +88,8 @@ class AnnotateConfig(YamlConfig):
     shared_prefix: bool = True
     fast_decode: bool = False  # hf backend: elical's decoding loop (fixed-shape buffers; CUDA graphs on a GPU)
     chunk_size: Annotated[int, Range(1)] = 256  # questions per output shard file
+    # ... or fewer: a chunk is written once it has run this long, so a kill loses at most about this much work
+    chunk_seconds: Annotated[float, Range(0, low_open=True)] = 180.0
     retries: Annotated[int, Range(0)] = 2
     shard: str = "0/1"
     engine: Literal["local", "ray"] = "local"  # ray: every shard on Ray workers (elical.annotate.ray_engine)

@@ -10,9 +10,9 @@ Output folder layout::
     out_dir/records.parquet                  all records (written when the run covers every shard)
 
 Rerunning the same command skips the questions already in shard files, so a killed run loses at most
-its current chunk; a rerun whose output settings differ is refused (``overwrite`` starts over), and a
-second process on the folder fails at once (elical.folder_lock). A question whose generation keeps
-failing is recorded with ``failure`` set.
+its current chunk (``chunk_size`` questions, or fewer once it has run ``chunk_seconds``); a rerun whose
+output settings differ is refused (``overwrite`` starts over), and a second process on the folder fails
+at once (elical.folder_lock). A question whose generation keeps failing is recorded with ``failure`` set.
 """
 
 from __future__ import annotations
@@ -297,13 +297,17 @@ def annotate_shard(
     per_step = max(1, config.batch_size // max(1, config.k)) if config.backend == "hf" else max(1, config.batch_size)
     seq = len(shard_files(out, config.shard)) if out is not None else 0
     with annotate_progress(len(mine), len(done), enabled=progress) as advance:
-        for chunk_start in range(0, len(todo), config.chunk_size):
-            chunk = todo[chunk_start : chunk_start + config.chunk_size]
+        position = 0
+        while position < len(todo):  # one chunk: chunk_size questions, or fewer once chunk_seconds have passed
             records: list[Record] = []
-            for step in range(0, len(chunk), per_step):
-                part = chunk[step : step + per_step]
+            began = time.monotonic()
+            while len(records) < config.chunk_size and position < len(todo):
+                part = todo[position : position + min(per_step, config.chunk_size - len(records))]
                 records.extend(annotate_batch(part, backend, judges, config, examples, meta))
+                position += len(part)
                 advance(len(part))
+                if time.monotonic() - began >= config.chunk_seconds:
+                    break
             if out is not None:
                 seq = _write_part(records, out, index, count, seq)
             done.update((r.id, r) for r in records)

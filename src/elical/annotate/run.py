@@ -43,12 +43,12 @@ def api_key(config: AnnotateConfig, environ: Mapping[str, str] = os.environ) -> 
 
 
 def annotate_sources(
-    sources: Sequence[str | Path], config: AnnotateConfig, out_dir: str | Path, limit_per_source: int | None = None,
+    sources: Sequence[str | Path], config: AnnotateConfig, out_dir: str | Path, limit: int | None = None,
     overwrite: bool = False,
 ) -> list[Record]:
-    """Load the QA sources, build the backend and judges, and run (or resume) the annotation, here or on
-    Ray workers (``config.engine``); ``overwrite`` discards the folder's earlier annotation (which a change
-    of settings otherwise refuses)."""
+    """Load the QA sources (``limit``: the first n questions of each dataset), build the backend and judges,
+    and run (or resume) the annotation, here or on Ray workers (``config.engine``); ``overwrite`` discards
+    the folder's earlier annotation (which a change of settings otherwise refuses)."""
     from elical.annotate.pipeline import annotate, annotation_fingerprint, step_outputs
     from elical.data import load_many
     from elical.fingerprint import check_or_write_settings
@@ -61,7 +61,7 @@ def annotate_sources(
     if config.backend == "openai":
         api_key(config)
     versions = {"model": model_version(config.model)} if config.backend != "openai" else {}
-    items = load_many(sources, limit_per_source=limit_per_source)  # bad input stops here, before any lock or file
+    items = load_many(sources, limit=limit)  # bad input stops here, before any lock or file
     with folder_lock(out):  # a second process or other settings stop here, before the model loads
         check_or_write_settings(out, annotation_fingerprint(config, versions), overwrite, "annotate", step_outputs(out))
         if config.engine == "ray":
@@ -85,7 +85,9 @@ def summarize(records: Sequence[Record]) -> list[dict[str, Any]]:
     for name, recs in [*sorted(by_dataset.items()), ("ALL", list(records))]:
         ok = [r for r in recs if not r.failed and r.greedy_correct is not None]
         labels = [r.greedy_correct for r in ok if r.greedy_correct is not None]  # all of ok
-        consis = [sum(r.sample_consistent or []) / max(1, r.k) for r in ok]
+        sampled = [r for r in ok if r.sample_consistent]  # none when k = 0: consistency is n/a, not 0
+        consis = [sum(r.sample_consistent or []) / max(1, r.k) for r in sampled]
+        sampled_labels = [r.greedy_correct for r in sampled if r.greedy_correct is not None]  # all of sampled
         nprob = [math.exp(sum(r.greedy_logprobs) / len(r.greedy_logprobs)) if r.greedy_logprobs else 0.0 for r in ok]
 
         def auc(scores: list[float], labels: list[int] = labels) -> float | None:
@@ -97,8 +99,8 @@ def summarize(records: Sequence[Record]) -> list[dict[str, Any]]:
                 "questions": len(recs),
                 "failed": len(recs) - len(ok),
                 "accuracy": sum(labels) / len(ok) if ok else None,
-                "consistency": sum(consis) / len(ok) if ok else None,
-                "auroc_consis_sem": auc(consis) if ok else None,
+                "consistency": sum(consis) / len(sampled) if sampled else None,
+                "auroc_consis_sem": auc(consis, sampled_labels) if sampled else None,
                 "auroc_nprob": auc(nprob) if ok else None,
             }
         )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from elical.data.items import CHOICE_LETTERS, QAItem
 from elical.data.registry import ConversionError, lookup
@@ -20,6 +21,27 @@ from elical.records import (
     iter_json_objects,
 )
 from elical.strict_json import JsonError, loads
+
+
+class _OfDataset(Protocol):
+    dataset: str
+
+
+Item = TypeVar("Item", bound=_OfDataset)
+
+
+def first_of_each_dataset(items: Sequence[Item], limit: int | None) -> list[Item]:
+    """``--limit``'s one meaning everywhere: the first ``limit`` items of each dataset, in the order given
+    (all when None); a file holding NQ, PopQA and MMLU keeps ``limit`` of each, as do three files."""
+    if limit is None:
+        return list(items)
+    seen: Counter[str] = Counter()
+    kept = []
+    for item in items:
+        seen[item.dataset] += 1
+        if seen[item.dataset] <= limit:
+            kept.append(item)
+    return kept
 
 
 def _item(row: dict[str, Any], dataset: str, split: str, where: tuple[Any, int | None]) -> QAItem:
@@ -104,10 +126,11 @@ def load_items(
     split: str | None = None,
     limit: int | None = None,
 ) -> list[QAItem]:
-    """Load QA items from a file, a folder of files, or ``hf:NAME[:CONFIG]:SPLIT``; ``limit`` keeps the first n.
-    A source without questions (an empty file, a folder without QA files) is an InputError naming it."""
+    """Load QA items from a file, a folder of files, or ``hf:NAME[:CONFIG]:SPLIT``; ``limit`` keeps the first n
+    of each dataset (:func:`first_of_each_dataset`). A source without questions (an empty file, a folder
+    without QA files) is an InputError naming it."""
     if limit is not None and limit < 1:
-        raise InputError(f"limit: expected at least 1 question per source, got {limit}")
+        raise InputError(f"limit: expected at least 1 question per dataset, got {limit}")
     text = str(source)
     if text.startswith("hf:"):
         parts = text[3:].split(":")
@@ -115,7 +138,7 @@ def load_items(
             raise ValueError(f"expected hf:NAME:SPLIT or hf:NAME:CONFIG:SPLIT, got {text!r}")
         name, config, hf_split = (parts[0], None, parts[1]) if len(parts) == 2 else parts
         hf_items = load_hf(name, hf_split, config, dataset)
-        return dedupe_ids(hf_items[:limit] if limit else hf_items)
+        return dedupe_ids(first_of_each_dataset(hf_items, limit))
     path = Path(source)
     if not path.exists():
         raise FileNotFoundError(f"QA source not found: {path}")
@@ -133,14 +156,13 @@ def load_items(
         items.extend(iterator)
         if len(items) == count:
             raise InputError(f"{file}: no questions (empty file)")
-        if limit and len(items) >= limit:
-            break
-    return dedupe_ids(items[:limit] if limit else items)
+    return dedupe_ids(first_of_each_dataset(items, limit))
 
 
-def load_many(sources: Iterable[str | os.PathLike], limit_per_source: int | None = None) -> list[QAItem]:
-    """Concatenate several sources (each with its own dataset name), keeping ids unique."""
+def load_many(sources: Iterable[str | os.PathLike], limit: int | None = None) -> list[QAItem]:
+    """Concatenate several sources (each with its own dataset name), keeping ids unique; ``limit`` keeps the
+    first n of each dataset (:func:`first_of_each_dataset`)."""
     items: list[QAItem] = []
     for source in sources:
-        items.extend(load_items(source, limit=limit_per_source))
-    return dedupe_ids(items)
+        items.extend(load_items(source, limit=limit))
+    return dedupe_ids(first_of_each_dataset(items, limit))

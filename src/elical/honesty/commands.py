@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from elical.data.items import QAItem
 from elical.honesty.builders import SFTExample, build_examples, check_records, summarize
 from elical.honesty.config import HonestyConfig, TuneConfig
 from elical.honesty.tune import TuneResult
@@ -57,6 +58,18 @@ def _tune_locked(
     return result, summarize(examples)
 
 
+def eval_items(records: Sequence[str | os.PathLike], honesty_data: str | os.PathLike | None,
+               limit: int | None) -> list[QAItem]:
+    """The questions honesty-eval answers: those of the record files, then PUQA/PKQA's; ``limit`` keeps the
+    first n of each dataset (each PUQA/PKQA file is one), as annotate's does."""
+    from elical.data.loaders import first_of_each_dataset
+    from elical.honesty.evaluate import items_from_records, load_honesty_dir
+    from elical.records import read_records
+
+    items = items_from_records(first_of_each_dataset(read_records(list(records)), limit)) if records else []
+    return items + (load_honesty_dir(honesty_data, limit=limit) if honesty_data else [])
+
+
 def eval_from_files(
     model: str,
     adapter: str | os.PathLike,
@@ -69,18 +82,13 @@ def eval_from_files(
     val_records: Sequence[str | os.PathLike] = (),
     progress: bool = True,
 ) -> pd.DataFrame:
-    """Answer record questions and/or PUQA/PKQA with and without the adapter, score, optionally add the
-    EliCal gate (prediction file + validation records), and write the table under ``out``."""
-    from elical.honesty.evaluate import evaluate_adapter, items_from_records, load_honesty_dir, write_scores
+    """Answer record questions and/or PUQA/PKQA (:func:`eval_items`) with and without the adapter, score,
+    optionally add the EliCal gate (prediction file + validation records), and write the table under ``out``."""
+    from elical.honesty.evaluate import evaluate_adapter, write_scores
     from elical.loading import load_model
     from elical.records import read_records
 
-    items = []
-    if records:
-        loaded = read_records(list(records))
-        items += items_from_records(loaded[:limit] if limit else loaded)
-    if honesty_data:
-        items += load_honesty_dir(honesty_data, limit=limit)
+    items = eval_items(records, honesty_data, limit)
     if not items:
         raise ValueError("nothing to evaluate: give --records and/or --honesty-data")
     if predictions and not val_records:

@@ -130,6 +130,7 @@ RECORD_ATTRIBUTE = {
 
 
 def has_annotation(rec: Record, attribute: str) -> bool:
-    """Whether a record carries a value for ``attribute`` (an empty sample list counts as absent)."""
+    """Whether a record carries a value for ``attribute`` (an empty list of samples or of their consistency
+    judgements, as with k = 0, counts as absent)."""
     value = getattr(rec, attribute)
-    return value is not None and (attribute != "samples" or len(value) > 0)
+    return value is not None and (attribute not in ("samples", "sample_consistent") or len(value) > 0)

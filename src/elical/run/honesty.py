@@ -35,6 +35,7 @@ from elical.run.subjects import Subject
 
 HONESTY_METRICS = ("honesty", "over_conservativeness", "prudence", "accuracy", "refusal_rate")
 GATE = "elical-gate"
+APART = ("puqa", "pkqa")  # sets scored apart from the QA datasets (elical.honesty.evaluate.load_honesty_dir)
 
 
 @dataclass
@@ -190,8 +191,10 @@ def honesty_results(outcome: HonestyOutcome) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
-def display_table(outcome: HonestyOutcome) -> Table:
-    """The table for the report: scores x100 (as honesty_comparison.md), the gate named with its model and tau."""
+def display_tables(outcome: HonestyOutcome) -> list[Table]:
+    """The report's tables, scores x100 (as honesty_comparison.md), the gate named with its model and tau:
+    first each method's summary over all QA datasets (and over any dataset apart: PUQA, PKQA), then the
+    per-dataset rows, grouped by dataset so the methods on a dataset sit together."""
     from elical.honesty.evaluate import score_table
 
     info = outcome.info
@@ -199,4 +202,12 @@ def display_table(outcome: HonestyOutcome) -> Table:
     label = f"EliCal gate ({info['elical_model']}, tau {tau:.3f})" if tau is not None else "EliCal gate"
     shown = outcome.table.assign(method=outcome.table["method"].map(lambda m: label if m == GATE else m))
     shown = shown[[c for c in ("method", "dataset", "n", *HONESTY_METRICS) if c in shown]]
-    return score_table(shown, "Alignment for Honesty vs EliCal gate")
+    summary = shown.dataset.eq("all") | shown.dataset.str.lower().str.startswith(APART)
+    if not shown.dataset.eq("all").any():  # one QA dataset: the table is short already
+        return [score_table(shown, "Alignment for Honesty vs EliCal gate")]
+    rest = shown[~summary]
+    order = {d: i for i, d in enumerate(dict.fromkeys(rest.dataset))}
+    per_dataset = rest.sort_values("dataset", key=lambda d: d.map(order), kind="stable")
+    return [score_table(shown[summary], "Alignment for Honesty vs EliCal gate: summary (dataset 'all': every QA "
+                                        "dataset together)"),
+            score_table(per_dataset, "Alignment for Honesty vs EliCal gate per QA dataset")]

@@ -21,7 +21,7 @@ from elical.audit.report import NO_AUDIT, label_quality_blocks
 from elical.audit.report import SECTION as LABEL_QUALITY_SECTION
 from elical.evaluate import Evaluation
 from elical.honesty.evaluate import SCORE_NOTE
-from elical.metrics.base import metric_label
+from elical.metrics.base import higher_is_better, metric_label
 from elical.model_key import METHOD_NAMES, ModelKey
 from elical.records import Record, atomic_write
 from elical.report import figures
@@ -30,7 +30,7 @@ from elical.report.tables import metric_blocks, render_markdown
 from elical.report.writer import write_csv
 from elical.run.config import RunConfig
 from elical.run.differences import readings, run_differences, summary_table
-from elical.run.honesty import HonestyOutcome, display_table, honesty_results
+from elical.run.honesty import HonestyOutcome, display_tables, honesty_results
 from elical.run.results import (
     Finding,
     consistency_by_exposure,
@@ -177,7 +177,7 @@ def honesty_blocks(honesty: HonestyOutcome) -> list[Block]:
                   f"step time {info['seconds']} s."),
         Paragraph(f"{SCORE_NOTE} Files: `honesty/honesty_comparison.{{csv,md,html,json}}`, "
                   "`honesty/answers.parquet`."),
-        display_table(honesty),
+        *display_tables(honesty),
     ]
 
 
@@ -227,7 +227,9 @@ def difference_blocks(differences: pd.DataFrame, evaluation: Evaluation, pool_si
     shown = summary_table(differences, ["auroc", evaluation.config.ece_name, "alignment"], pool_size)
     if not shown.empty:
         shown.columns = [_split_metric_label(c) for c in shown.columns]
-        blocks.append(Table(shown, "Seed-averaged differences, group averages (* interval excludes 0)"))
+        blocks.append(Table(shown, "Seed-averaged differences A - B, group averages (* interval excludes 0). "
+                                   "AUROC and alignment: positive means A is better; ECE and Brier: positive "
+                                   "means A is worse"))
     return blocks
 
 
@@ -266,9 +268,10 @@ def transfer_blocks(numbers: RunNumbers) -> list[Block]:
 
 
 def _split_metric_label(column: str) -> str:
-    """'in-domain: ece@10-uniform' -> 'in-domain: ECE'."""
+    """'in-domain: ece@10-uniform' -> 'in-domain: ECE (+ worse)': what a positive difference A - B means."""
     split, sep, metric = column.partition(": ")
-    return f"{split}: {metric_label(metric, short=True)}" if sep else column
+    sign = "+ better" if higher_is_better(metric) else "+ worse"
+    return f"{split}: {metric_label(metric, short=True)} ({sign})" if sep else column
 
 
 def _count(n: int, noun: str) -> str:
@@ -375,7 +378,9 @@ def run_document(numbers: RunNumbers) -> Document:
                   f"assumed. Answers about trained models rest on the run's {_count(seeds, 'training seed')}; "
                   "with one seed they are n/a, since one seed cannot tell a method from the luck of its "
                   "initialisation and label draw. A comparison of methods is YES or NO only when its paired "
-                  "bootstrap interval (differences.csv) excludes 0, else 'not shown'."),
+                  "bootstrap interval (differences.csv) excludes 0, else 'not shown'. Discrimination (AUROC) "
+                  "and alignment: higher is better; calibration error (ECE) and Brier score: lower is better, "
+                  "so there a positive difference EliCal - B means EliCal is worse."),
         Bullets(tuple(finding_line(f) for f in numbers.found)),
         *_target_blocks(numbers),
         *_setup_blocks(numbers),

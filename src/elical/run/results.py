@@ -2,7 +2,8 @@
 
 Every claim the report makes is computed here from the measured table, never assumed: whether
 self-consistency tracks correctness, whether it is overconfident on contested facts, whether
-EliCal beats Cal-Only at the smallest budget and reaches 95 % of the all-labels AUROC with <= 1k labels.
+EliCal beats Cal-Only at the smallest budget (AUROC, ECE, Brier) and reaches 95 % of the all-labels AUROC
+with <= 1k labels, and where EliCal loses to Cal-Only or the best training-free method on any metric.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import pandas as pd
 
 from elical.differences import BEST_BASELINE
 from elical.evaluate import AVERAGE
-from elical.metrics.base import higher_is_better
+from elical.metrics.base import higher_is_better, metric_label
 from elical.model_key import METHOD_NAMES, TRAINED, ModelKey
 from elical.records import Record
+from elical.run.differences import budget_label
 
 RESULT_COLUMNS = ["method", "budget", "seed", "split", "metric", "value"]
 RANK = {method: rank for rank, method in enumerate(TRAINED, start=1)}  # table order after the baselines
@@ -194,7 +196,16 @@ def findings(results: pd.DataFrame, records: Sequence[Record], pool_size: int, s
     out.append(reaches)
     if reaches.holds is not None:
         out.append(_versus_training_free(summary, split, shared, differences))
+    calibration = [m for m in dict.fromkeys(results.metric) if m.startswith("ece@")][:1] + ["brier"]
+    out += [_beats_cal_only(results, summary, split, shared[0], differences, m) for m in calibration
+            if m in set(results.metric)]
+    out.append(_losses(results, summary, differences, pool_size))
     return out
+
+
+def direction(metric: str) -> str:
+    """'higher is better' or 'lower is better'."""
+    return "higher is better" if higher_is_better(metric) else "lower is better"
 
 
 def _tracks_correctness(summary: pd.DataFrame, seen: pd.DataFrame, split: str, consistency_method: str) -> Finding:
@@ -233,21 +244,65 @@ def _contested(exposure: pd.DataFrame, seen: pd.DataFrame) -> Finding:
 
 
 def _beats_cal_only(results: pd.DataFrame, summary: pd.DataFrame, split: str, smallest: int,
-                    differences: pd.DataFrame | None) -> Finding:
-    """EliCal vs Cal-Only AUROC at the smallest budget both have: means, seeds won, paired interval."""
-    e, es, en = _mean(summary, "EliCal", smallest, split, "auroc")
-    c_, cs, _ = _mean(summary, "Cal-Only", smallest, split, "auroc")
-    per_seed = results[(results.budget == smallest) & (results.split == split) & (results.metric == "auroc")]
+                    differences: pd.DataFrame | None, metric: str = "auroc") -> Finding:
+    """EliCal vs Cal-Only on ``metric`` at the smallest budget both have: means, seeds where EliCal is
+    better (in the metric's direction), paired interval."""
+    e, es, en = _mean(summary, "EliCal", smallest, split, metric)
+    c_, cs, _ = _mean(summary, "Cal-Only", smallest, split, metric)
+    per_seed = results[(results.budget == smallest) & (results.split == split) & (results.metric == metric)]
     wide = per_seed.pivot_table(index="seed", columns="method", values="value")
     both = {"EliCal", "Cal-Only"} <= set(wide.columns)
-    wins = int((wide["EliCal"] > wide["Cal-Only"]).sum()) if both else 0
-    seeds = int(wide[["EliCal", "Cal-Only"]].notna().all(axis=1).sum()) if both else 0
-    holds, interval, paired = _paired_verdict(paired_row(differences, "EliCal - Cal-Only", smallest, split, "auroc"),
-                                              "auroc")
-    return Finding(f"Does EliCal beat Cal-Only at the smallest budget ({smallest} labels)?", holds,
-                   f"AUROC {split}: EliCal {e:.3f} ± {es:.3f} vs Cal-Only {c_:.3f} ± {cs:.3f} "
-                   f"(mean ± sd over {en} seeds; EliCal higher in {wins} of {len(wide)} seeds{paired})",
-                   {"elical": e, "cal_only": c_, "wins": wins, "seeds": len(wide)}, seeds, interval)
+    gap = wide["EliCal"] - wide["Cal-Only"] if both else pd.Series(dtype=float)
+    wins = int((gap > 0).sum() if higher_is_better(metric) else (gap < 0).sum())
+    seeds = int(gap.notna().sum())
+    holds, interval, paired = _paired_verdict(paired_row(differences, "EliCal - Cal-Only", smallest, split, metric),
+                                              metric)
+    label = metric_label(metric, short=True)
+    return Finding(f"Does EliCal beat Cal-Only on {label} ({direction(metric)}) at the smallest budget "
+                   f"({smallest} labels)?", holds,
+                   f"{label} {split}: EliCal {e:.3f} ± {es:.3f} vs Cal-Only {c_:.3f} ± {cs:.3f} "
+                   f"(mean ± sd over {en} seeds; EliCal better in {wins} of {len(wide)} seeds{paired})",
+                   {"metric": metric, "elical": e, "cal_only": c_, "wins": wins, "seeds": len(wide)}, seeds, interval)
+
+
+LOSS_ORDER = {"auroc": 0, "ece": 1, "brier": 2, "alignment": 3}
+
+
+def _losses(results: pd.DataFrame, summary: pd.DataFrame, differences: pd.DataFrame | None,
+            pool_size: int) -> Finding:
+    """Every group average, budget and metric where EliCal is worse than Cal-Only or the best training-free
+    method with the paired interval on the worse side (YES: at least one), and how many more are worse in
+    the mean only."""
+    question = "Does EliCal lose to Cal-Only or the best training-free method on any metric?"
+    rows = (differences[(differences.seed == "mean") & (differences.dataset == AVERAGE)]
+            if differences is not None and not differences.empty else pd.DataFrame())
+    if rows.empty:
+        return Finding(question, None, "no paired differences (differences.csv not computed)")
+    better = np.array([higher_is_better(m) for m in rows.metric])
+    worse_mean = np.where(better, rows["diff"] < 0, rows["diff"] > 0)
+    shown = worse_mean & np.where(better, rows.ci_high < 0, rows.ci_low > 0)
+    lost = rows[shown].assign(order=[LOSS_ORDER.get(m.split("@")[0], 4) for m in rows[shown].metric])
+    lost = lost.sort_values(["comparison", "order"], kind="stable")  # Cal-Only first; AUROC, ECE, Brier, alignment
+    parts = []
+    for (_, method_b, metric, group), part in lost.groupby(["comparison", "method_b", "metric", "group"], sort=False):
+        at = ", ".join(f"{budget_label(int(r.budget), pool_size)} ({_pair(summary, r)}, difference {r['diff']:+.3f} "
+                       f"[{r.ci_low:.3f}, {r.ci_high:.3f}])" for _, r in part.sort_values("budget").iterrows())
+        parts.append(f"worse than {method_b} on {group} {metric_label(metric, short=True)} ({direction(metric)}) "
+                     f"at {at}")
+    unclear = int(worse_mean.sum() - shown.sum())
+    more = (f"; worse in the mean but with an interval that includes 0: {unclear} more (differences.csv)"
+            if unclear else "")
+    seeds = int(results[results.method == "EliCal"].seed.nunique())
+    evidence = ("; ".join(parts) if parts else
+                f"no interval lies on EliCal's worse side ({len(rows)} comparisons of group averages)") + more
+    return Finding(question, bool(parts), evidence, {"losses": len(lost), "worse_in_mean_only": unclear}, seeds)
+
+
+def _pair(summary: pd.DataFrame, row: pd.Series) -> str:
+    """'EliCal 0.201 vs 0.084': the seed means of a difference row's two methods."""
+    budget, split = int(row.budget), str(row.group)
+    other = _mean(summary, row.method_b, budget if row.method_b in METHOD_NAMES.values() else 0, split, row.metric)
+    return f"EliCal {_mean(summary, 'EliCal', budget, split, row.metric)[0]:.3f} vs {other[0]:.3f}"
 
 
 def _reaches_all_labels(summary: pd.DataFrame, split: str, shared: list[int], pool_size: int) -> Finding:

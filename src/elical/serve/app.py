@@ -32,7 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
-from elical.annotate.backends.base import Message
+from elical.annotate.backends.base import Generation, Message, token_usage
 from elical.annotate.backends.openai import ServerError
 from elical.gate import Gate
 from elical.honesty.config import REFUSAL
@@ -63,6 +63,7 @@ class ServeOptions:
 
     model_name: str
     refusal: str = REFUSAL
+    created: int = field(default_factory=lambda: int(time.time()))  # /v1/models: when the model was saved (Unix time)
     api_key: str | None = field(default=None, repr=False)
     docs: bool = False  # serve /docs, /redoc and /openapi.json
     max_body_bytes: int = 8 * 1024 * 1024  # per request body (413 above)
@@ -318,7 +319,7 @@ def create_app(score: Scorer, answerer: Answerer, gate: Gate, options: ServeOpti
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": options.model_name, "object": "model", "created": 0,
+        return {"object": "list", "data": [{"id": options.model_name, "object": "model", "created": options.created,
                                             "owned_by": "elical"}]}
 
     @app.post("/v1/confidence")
@@ -340,21 +341,23 @@ def create_app(score: Scorer, answerer: Answerer, gate: Gate, options: ServeOpti
                                            "generation_ms": None}
         decision = gate.decide(conf, can_retrieve=retrieve is not None)
         passages: list[str] = []
+        usage: dict[str, int] | None = token_usage(0, 0)  # abstaining runs no generation
         text, finish = options.refusal, "stop"
         if decision != "abstain":
-            text, finish, passages = await respond(body, question, answerer, retrieve if decision == "retrieve" else None,
-                                                   timing)
+            answer, passages = await respond(body, question, answerer, retrieve if decision == "retrieve" else None,
+                                             timing)
+            text, finish, usage = answer.text, answer.finish_reason, answer.usage
         verdict = {"confidence": conf, "decision": decision, "threshold": _finite(gate.tau),
                    "retrieve_below": gate.retrieve_below if retrieve else None, "passages": passages,
                    "timing": timing}
-        return completion(options.model_name, text, finish, verdict)
+        return completion(options.model_name, text, finish, verdict, usage)
 
     return app
 
 
 async def respond(body: ChatRequest, question: str, answerer: Answerer, retrieve: Retrieve | None,
-                  timing: dict[str, float | None]) -> tuple[str, str, list[str]]:
-    """(answer, finish reason, passages): the chat answered, after retrieving passages for the question
+                  timing: dict[str, float | None]) -> tuple[Generation, list[str]]:
+    """(answer, passages): the chat answered, after retrieving passages for the question
     when ``retrieve`` is given; model calls run in worker threads. Each step's wall time goes into
     ``timing`` (generation includes waiting for an in-process model busy with another request)."""
     messages = [m.plain() for m in body.messages]
@@ -367,7 +370,7 @@ async def respond(body: ChatRequest, question: str, answerer: Answerer, retrieve
     start = time.perf_counter()
     answer = await asyncio.to_thread(answerer.answer, messages, body.max_completion_tokens or body.max_tokens)
     timing["generation_ms"] = _ms_since(start)
-    return answer.text, answer.finish_reason, passages
+    return answer, passages
 
 
 def _ms_since(start: float) -> float:
@@ -375,8 +378,10 @@ def _ms_since(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
 
-def completion(model: str, text: str, finish_reason: str, verdict: dict[str, Any]) -> dict[str, Any]:
-    """A chat completion object with the gate's verdict under ``elical``."""
+def completion(model: str, text: str, finish_reason: str, verdict: dict[str, Any],
+               usage: dict[str, int] | None = None) -> dict[str, Any]:
+    """A chat completion object (``usage`` null where the upstream server gave none) with the gate's verdict
+    under ``elical``."""
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
@@ -384,5 +389,6 @@ def completion(model: str, text: str, finish_reason: str, verdict: dict[str, Any
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason,
                      "logprobs": None}],
+        "usage": usage,
         "elical": verdict,
     }

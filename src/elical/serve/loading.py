@@ -8,6 +8,7 @@ import dataclasses
 import ipaddress
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,15 +138,17 @@ def build_app(config: ServeConfig) -> FastAPI:
     """Check the key and the limits, load the model, the gate, the answerer and the retriever, and wire
     them into the app."""
     from elical.model import ConfidenceModel
-    from elical.model_folder import find_model_folder
+    from elical.model_folder import MODEL_CONFIG_NAME, find_model_folder
 
     api_key = read_api_key(config.api_key_env) if config.api_key_env else None
-    options = ServeOptions(model_name=os.path.basename(os.path.normpath(config.model_dir)), api_key=api_key,
-                           docs=config.docs, max_body_bytes=config.max_body_bytes, max_questions=config.max_questions,
-                           max_question_chars=config.max_question_chars, batch_tokens=config.batch_tokens)
     if config.upstream and not config.upstream_model:
         raise InputError("--upstream needs --upstream-model (the model name the upstream server serves)")
     folder = find_model_folder(config.model_dir)
+    saved = folder / MODEL_CONFIG_NAME
+    options = ServeOptions(model_name=os.path.basename(os.path.normpath(config.model_dir)), api_key=api_key,
+                           docs=config.docs, max_body_bytes=config.max_body_bytes, max_questions=config.max_questions,
+                           max_question_chars=config.max_question_chars, batch_tokens=config.batch_tokens,
+                           created=int(saved.stat().st_mtime) if saved.exists() else int(time.time()))
     gate = resolve_gate(folder, config.tau, config.retrieve_below, config.corpus is not None)
     retrieve = load_retriever(config.corpus, config.passages) if config.corpus else None
     model = ConfidenceModel.from_pretrained(folder, device=config.device)

@@ -46,7 +46,8 @@ def budget_subset(records: Sequence[Record], budget: int | None, seed: int) -> l
     if budget <= 0:
         raise ValueError(f"annotation budget must be positive, got {budget}")
     if budget > len(order):
-        raise ValueError(f"annotation budget {budget} exceeds the {len(order)} records available")
+        raise ValueError(f"--budget {budget} exceeds the {len(order)} records available with labels; lower "
+                         f"--budget to at most {len(order)}, or drop it to calibrate on all of them")
     return order[:budget]
 
 

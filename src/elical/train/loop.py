@@ -24,7 +24,7 @@ from elical.train.batching import make_batches, pad_batch, static_rows
 from elical.train.checkpoint import StageState, load_checkpoint, save_checkpoint
 from elical.train.config import TrainConfig
 from elical.train.predict import predict_logits, sigmoid
-from elical.train.selection import Selector, validation_metrics
+from elical.train.selection import Selector, one_class_note, validation_metrics
 from elical.train.speed import StepSpeed, compiling, step_speed
 
 
@@ -110,6 +110,9 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
     if not data.train or not data.val:
         raise ValueError(f"{stage.name}: empty training or validation split")
     run = _prepare(model, data, stage, cfg, accelerator, stage_dir, save_best)
+    note = one_class_note(run.val_targets, data.val_labels())
+    if note:  # said once, not as 'val AUROC nan' every epoch
+        accelerator.print(f"{stage.name}: {note}")
     if not run.state.history:  # epoch 0: where the stage starts from
         run.state.last_confidences = _validate(run, 0, None)
     _train_epochs(run, show_progress)
@@ -241,7 +244,8 @@ def _end_epoch(run: _StageRun, epoch: int, n_batches: int) -> None:
     improved = eligible and val < state.best_val
     if improved:
         state.best_val, state.best_epoch, state.best_confidences = val, epoch + 1, conf
-        run.save_best(run.wrapped, run.stage_dir / "best", {"stage": stage.name, "epoch": epoch + 1, "val_mse": val})
+        run.save_best(run.wrapped, run.stage_dir / "best", {"stage": stage.name, "epoch": epoch + 1,
+                                                            **_validation_of(state.history[-1])})
     if eligible:
         state.bad_epochs = run.selector.bad_epochs(state.bad_epochs, improved, state.best_confidences, conf,
                                                    run.val_targets)
@@ -251,10 +255,19 @@ def _end_epoch(run: _StageRun, epoch: int, n_batches: int) -> None:
     save_checkpoint(run.ckpt, accelerator, run.wrapped, run.optimizer, run.scheduler, state)
     _write_history(run.stage_dir, state.history, accelerator)
     auroc = state.history[-1]["val_auroc"]
-    accelerator.print(f"{stage.name} epoch {epoch + 1}: train loss {train_loss:.4f}, val MSE {val:.4f}, "
-                      f"val AUROC {auroc:.3f}{' (lowest after warm-up)' if improved else ''}")
+    shown = f", val AUROC {auroc:.3f}" if math.isfinite(auroc) else ""
+    accelerator.print(f"{stage.name} epoch {epoch + 1}: train loss {train_loss:.4f}, val MSE {val:.4f}"
+                      f"{shown}{' (lowest after warm-up)' if improved else ''}")
     if state.stopped:
         accelerator.print(f"{stage.name}: early stop after {run.cfg.patience} epochs {run.selector.stop_reason()}")
+
+
+def _validation_of(row: dict[str, Any]) -> dict[str, Any]:
+    """An epoch's validation numbers, as a saved model records them (and its model card shows); an undefined
+    AUROC (one class) is None, which JSON can hold."""
+    auroc = row["val_auroc"]
+    return {"val_mse": row["val_mse"], "val_auroc": auroc if math.isfinite(auroc) else None,
+            "val_auroc_against": row["val_auroc_against"]}
 
 
 def _select(run: _StageRun) -> dict[str, Any]:
@@ -263,10 +276,11 @@ def _select(run: _StageRun) -> dict[str, Any]:
     state, stage, cfg, data = run.state, run.stage, run.cfg, run.data
     chosen, reason = run.selector.final(state.best_epoch, state.epoch, state.best_confidences, state.last_confidences,
                                         run.val_targets)
-    chosen_val = next(h["val_mse"] for h in state.history if h["epoch"] == chosen)
+    row = next(h for h in state.history if h["epoch"] == chosen)
+    chosen_val = row["val_mse"]
     if chosen != state.best_epoch:  # the model in memory is the last epoch's
         run.save_best(run.wrapped, run.stage_dir / "best", {"stage": stage.name, "epoch": chosen,
-                                                            "val_mse": chosen_val, "reason": reason})
+                                                            **_validation_of(row), "reason": reason})
     run.accelerator.print(f"{stage.name}: keeps epoch {chosen} ({reason})")
     return {"stage": stage.name, "best_val_mse": chosen_val, "best_epoch": chosen, "selection": reason,
             "selection_rule": cfg.selection, "lowest_val_epoch": state.best_epoch, "warmup_steps": run.warmup,

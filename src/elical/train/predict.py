@@ -120,26 +120,32 @@ def predict_files(
     compile_layers: bool = False,
     key: ModelKey | None = None,
 ) -> int:
-    """Write one confidence per question of record/QA files in the prediction format (with the trained
-    model's ``key`` in its metadata, when given); returns the count."""
-    import json
+    """Write one confidence per question of record/QA files in the prediction format; returns the count.
 
+    The trained model's ``key`` (default: the one its folder's training settings give) goes into Parquet
+    metadata, and names the predictions unless ``method`` does (a folder without training settings: its own
+    name, or its parent's for an ``elical train`` output's ``model/``)."""
     from elical.loading import pick_device
-    from elical.model_folder import MODEL_CONFIG_NAME, find_model_folder
+    from elical.model_folder import find_model_folder, read_saved
     from elical.predictions import write_predictions
 
-    method = method or Path(model_dir).name
-    folder = find_model_folder(model_dir)
-    records = read_records(list(inputs))
+    records = read_records(list(inputs))  # the data first: a bad file is named before the model is read
     if not records:
         raise ValueError(f"no questions found in {', '.join(map(str, inputs))}")
+    folder = find_model_folder(model_dir)
+    saved = read_saved(folder)
+    training = (saved.get("train") or {}).get("config")
+    derived = ModelKey.of_training(training) if training else None
+    named = key or derived
+    method = method or (named.name if named else (folder.parent if folder.name == "model" else folder).resolve().name)
     device = str(pick_device(device))
     model = ConfidenceModel.load(folder, device=device, base_model=base_model)
     if compile_layers:
         model.compile_layers()
     confidence = predict_records(model, records, tokens_per_batch=tokens_per_batch)
-    saved = json.loads((folder / MODEL_CONFIG_NAME).read_text())
     meta = {"model_dir": str(folder), "inputs": [str(p) for p in inputs], "model": saved.get("model"),
             "train": saved.get("train"), "device": device}
-    write_predictions(out, [r.id for r in records], confidence, method, meta, key)
+    # the key found in the folder goes where there is metadata to keep it (Parquet; CSV and JSONL have none)
+    write_predictions(out, [r.id for r in records], confidence, method, meta,
+                      key or (derived if Path(out).suffix == ".parquet" else None))
     return len(records)

@@ -40,19 +40,40 @@ import numpy as np
 SelectionRule = Literal["noise-aware", "best", "last"]
 
 
+def auroc_labels(targets: Sequence[float], labels: Sequence[float] | None = None) -> tuple[np.ndarray, str]:
+    """The binary labels the validation AUROC is measured against, and what they are: the given 0/1
+    correctness where every question has it, else the target thresholded at 0.5."""
+    y = np.asarray(targets, dtype=float)
+    binary = np.asarray(labels, dtype=float) if labels is not None else np.full(y.size, np.nan)
+    if np.isfinite(binary).all():
+        return binary, "correctness"
+    return (y >= 0.5).astype(float), "target>=0.5"
+
+
 def validation_metrics(confidences: Sequence[float], targets: Sequence[float],
                        labels: Sequence[float] | None = None) -> dict[str, Any]:
-    """MSE of the confidences against the stage's targets, and AUROC against binary labels: the given
-    0/1 correctness where every question has it, else the target thresholded at 0.5 (NaN: one class)."""
+    """MSE of the confidences against the stage's targets, and AUROC against :func:`auroc_labels` (NaN
+    where they hold one class)."""
     from elical.metrics.calibration import auroc_kernel
 
     conf, y = np.asarray(confidences, dtype=float), np.asarray(targets, dtype=float)
-    binary = np.asarray(labels, dtype=float) if labels is not None else np.full(y.size, np.nan)
-    against = "correctness"
-    if not np.isfinite(binary).all():
-        binary, against = (y >= 0.5).astype(float), "target>=0.5"
+    binary, against = auroc_labels(targets, labels)
     auroc = float(auroc_kernel(conf, binary, np.ones((1, conf.size)))[0]) if 0 < binary.sum() < binary.size else math.nan
     return {"val_mse": float(((conf - y) ** 2).mean()), "val_auroc": auroc, "val_auroc_against": against}
+
+
+def one_class_note(targets: Sequence[float], labels: Sequence[float] | None = None) -> str | None:
+    """Why the validation AUROC is undefined (every validation label alike), or None when it is defined."""
+    binary, against = auroc_labels(targets, labels)
+    if 0 < binary.sum() < binary.size:
+        return None
+    high, one = bool(binary.size and binary[0]), binary.size == 1
+    alike = (f"{'is' if one else 'are all'} answered {'correctly' if high else 'wrongly'}" if against == "correctness"
+             else f"{'has' if one else 'all have'} a target {'>=' if high else '<'} 0.5")
+    which = "the one validation question" if one else f"the {binary.size} validation questions"
+    return (f"{which} {alike}, so there is no validation AUROC (it needs both "
+            "classes) and the epoch kept is chosen on validation MSE; more validation questions (--budget, "
+            "--set val_fraction=...) can hold both")
 
 
 def paired_gain(best: Sequence[float], last: Sequence[float], targets: Sequence[float]) -> tuple[float, float]:

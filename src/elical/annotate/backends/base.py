@@ -67,10 +67,17 @@ class Generation:
     token_logprobs: list[float] | None = None
     finish_reason: str = "stop"
     token_ids: list[int] | None = None  # where the backend knows them (HF, vLLM)
+    usage: dict[str, int] | None = None  # OpenAI's token counts of the request, where known (see token_usage)
 
     @property
     def cumulative_logprob(self) -> float | None:
         return None if self.token_logprobs is None else float(sum(self.token_logprobs))
+
+
+def token_usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    """An OpenAI ``usage`` object: prompt, completion and total tokens."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
 
 
 class Backend(abc.ABC):

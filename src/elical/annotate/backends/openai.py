@@ -26,6 +26,7 @@ from elical.annotate.backends.base import (
     GenerationSettings,
     Prompt,
     UnusableAnswer,
+    token_usage,
 )
 from elical.annotate.backends.server_pool import Server, ServerPool
 from elical.records import is_logprob
@@ -160,6 +161,9 @@ class OpenAIBackend(Backend):
             if problem:
                 raise UnusableAnswer(self.redact(f"{url}{path}: the server's answer {index} has {problem}; not written "
                                                  "(a broken server or model: fix it, then rerun the same command)"))
+        counts = data.get("usage") or {}
+        if len(answers) == 1 and all(isinstance(counts.get(k), int) for k in ("prompt_tokens", "completion_tokens")):
+            answers[0].usage = token_usage(counts["prompt_tokens"], counts["completion_tokens"])
         return answers
 
     @staticmethod
