@@ -80,6 +80,29 @@ def killed_run(questions, tmp_path_factory) -> dict:
             "expected": {r.id: r for r in merge_shards([reference])}}
 
 
+LOGPROBS = ("greedy_logprobs", "greedy_cumulative_logprob", "sample_logprobs")
+
+
+def same_records(got: list, want: list) -> bool:
+    """The same records: every field equal, log-probs to 1e-5 (two processes' float sums may differ in the
+    last bits under load; texts, tokens and labels may not differ at all)."""
+    import dataclasses
+
+    import numpy as np
+
+    def exact(rec):
+        return dataclasses.replace(rec, **dict.fromkeys(LOGPROBS))
+
+    def values(rec) -> np.ndarray:
+        flat = [*(rec.greedy_logprobs or []), rec.greedy_cumulative_logprob or 0.0,
+                *(x for sample in rec.sample_logprobs or [] for x in sample)]
+        return np.array(flat, dtype=float)
+
+    return len(got) == len(want) and all(
+        exact(a) == exact(b) and values(a).shape == values(b).shape and np.allclose(values(a), values(b), atol=1e-5)
+        for a, b in zip(got, want))
+
+
 def test_a_killed_worker_reruns_its_shard_and_records_equal_one_process(killed_run):
     from elical.records import read_parquet
 
@@ -88,7 +111,7 @@ def test_a_killed_worker_reruns_its_shard_and_records_equal_one_process(killed_r
     metas = [json.loads(p.read_text()) for p in sorted(out.glob("meta-*of2.json"))]
     assert any(m["annotated_now"] < m["questions"] for m in metas)  # the rerun resumed from the shard's files
     assert len(records) == len(expected) == N_QUESTIONS
-    assert records == [expected[r.id] for r in records]
+    assert same_records(records, [expected[r.id] for r in records])
     assert read_parquet(out / "records.parquet") == records
     assert AnnotateConfig.from_yaml(out / "annotate.yaml") == killed_run["config"]
 
