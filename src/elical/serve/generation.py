@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 
 from elical.annotate.backends import Backend, Generation, GenerationSettings
-from elical.annotate.backends.base import Message, token_usage
+from elical.annotate.backends.base import Message
 
 
 class Answerer:
@@ -47,19 +47,13 @@ class Answerer:
         return str(self.backend.describe().get("model", self.backend.name))
 
     def answer(self, messages: Sequence[Message], max_tokens: int | None = None) -> Generation:
-        """One greedy answer to the chat, with its token ``usage`` where known (the upstream server's own
-        counts; for a local model, the prompt's tokens and the answer's, its stop token included);
-        ``max_tokens`` is capped at the server's ``max_new_tokens``."""
-        from elical.annotate.backends.hf import HFBackend
-
+        """One greedy answer to the chat, with its token ``usage`` where the backend knows it (a local
+        model's counts, or the upstream server's own); ``max_tokens`` is capped at the server's
+        ``max_new_tokens``."""
         limit = min(max_tokens or self.max_new_tokens, self.max_new_tokens)
         settings = GenerationSettings(max_new_tokens=limit, logprobs=False)
         with self._lock or contextlib.nullcontext():
-            answer = self.backend.generate([list(messages)], settings)[0]
-            if isinstance(self.backend, HFBackend) and answer.token_ids is not None:
-                prompt_tokens = int(self.backend.encode([list(messages)])[1].sum())
-                answer.usage = token_usage(prompt_tokens, len(answer.token_ids) + (answer.finish_reason == "stop"))
-        return answer
+            return self.backend.generate([list(messages)], settings)[0]
 
 
 def with_passages(messages: Sequence[Message], passages: Sequence[str]) -> list[Message]:

@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt
+from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt, token_usage
 from elical.annotate.backends.hf_decode import Decoder, Sampler, check_supported
 
 
@@ -161,7 +161,8 @@ class HFBackend(Backend):
             torch.manual_seed(settings.seed + int(hashlib.sha1(seed_text.encode()).hexdigest()[:8], 16))
             decode = self._fast_decode if self.fast_decode else self._hf_generate
             tokens, logprobs = decode(input_ids, attention_mask, settings)
-        return self._to_generations(tokens, logprobs, settings.logprobs)
+        prompt_tokens = [int(n) for n in attention_mask.sum(dim=1).tolist() for _ in range(settings.n)]
+        return self._to_generations(tokens, logprobs, settings.logprobs, prompt_tokens)
 
     def _hf_generate(self, input_ids, attention_mask, settings: GenerationSettings) -> tuple[list[list[int]], list[list[float]]]:
         """New tokens and their raw log-probs from transformers' ``generate`` (n rows per prompt)."""
@@ -236,8 +237,11 @@ class HFBackend(Backend):
         )
         return cache, out.logits
 
-    def _to_generations(self, sequences: list[list[int]], logprobs: list[list[float]], keep_logprobs: bool) -> list[Generation]:
-        """Cut each sequence at its first stop token and decode it (each distinct token's text once)."""
+    def _to_generations(self, sequences: list[list[int]], logprobs: list[list[float]], keep_logprobs: bool,
+                        prompt_tokens: list[int]) -> list[Generation]:
+        """Cut each sequence at its first stop token and decode it (each distinct token's text once); its
+        ``usage`` counts the prompt's tokens (``prompt_tokens``, one per sequence) and the answer's, its
+        stop token included."""
         stop = set(self.stop_ids)
         kept: list[list[int]] = []
         finished: list[bool] = []
@@ -255,6 +259,7 @@ class HFBackend(Backend):
                 token_logprobs=[float(v) for v in lps[: len(ids)]] if keep_logprobs else None,
                 finish_reason="stop" if done else "length",
                 token_ids=list(ids),
+                usage=token_usage(prompt, len(ids) + done),
             )
-            for ids, lps, done, text in zip(kept, logprobs, finished, texts)
+            for ids, lps, done, text, prompt in zip(kept, logprobs, finished, texts, prompt_tokens)
         ]
