@@ -177,6 +177,8 @@ def test_max_tokens_at_and_over_the_servers_limit(limited):
         assert over["message"] == f"{name}: 7, over this server's limit of 6 tokens" and over["param"] == name
     huge = error(post(limited, "/v1/chat/completions", **chat_body(QUESTION, max_tokens=10**30)), 400)
     assert huge["message"] == "max_tokens: 1e+30, over this server's limit of 6 tokens"
+    vast = error(post(limited, "/v1/chat/completions", **chat_body(QUESTION, max_tokens=10**400)), 400)
+    assert vast["message"] == "max_tokens: a 401-digit number, over this server's limit of 6 tokens"
     for value in (0, -1, True, 2.0, "3"):
         assert post(limited, "/v1/chat/completions", **chat_body(QUESTION, max_tokens=value)).status_code == 400
 

@@ -281,7 +281,8 @@ def check_max_tokens(body: ChatRequest, limit: int) -> None:
     for param in ("max_tokens", "max_completion_tokens"):
         value = getattr(body, param)
         if value is not None and value > limit:
-            shown = str(value) if value < 10**15 else f"{value:.3g}"
+            digits = len(str(value))  # JSON ints reach Python's 4,300-digit limit, floats only 309 digits
+            shown = str(value) if digits <= 15 else f"{value:.3g}" if digits <= 300 else f"a {digits}-digit number"
             raise ApiError(400, f"{param}: {shown}, over this server's limit of {limit} tokens", param)
 
 
