@@ -140,6 +140,14 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+def one_error_line(result) -> str:
+    """The one line a refused command printed ('error: ...'), after checking it exited with 2 and said no more."""
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
 @pytest.mark.parametrize("case, command, words", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(inputs, tmp_path, case, command, words):
     out = tmp_path / "out"

@@ -19,6 +19,7 @@ from typing_extensions import Self
 from elical.cli import app
 from elical.records import Record, read_records, record_to_dict, write_jsonl, write_parquet
 from elical.world import default_lm_path
+from test_bad_input import one_error_line, snapshot
 
 WORLD_LM = str(default_lm_path())
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -338,22 +339,15 @@ def inputs(tmp_path: Path) -> Path:
     return folder
 
 
-def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` (hidden ones too) with its content."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-
-
 @pytest.mark.parametrize("case, command, file, words", CASES, ids=[c[0] for c in CASES])
 def test_bad_data_is_one_line_exit_2_and_writes_nothing(inputs, tmp_path, case, command, file, words):
     out = tmp_path / "out"
     args = command.format(**{"in": inputs, "out": out, "lm": WORLD_LM, "file": file}).split()
     before = snapshot(tmp_path)
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    assert Path(file).name in lines[0], result.output
-    assert all(word in lines[0] for word in words), result.output
+    line = one_error_line(result)
+    assert Path(file).name in line, result.output
+    assert all(word in line for word in words), result.output
     assert snapshot(tmp_path) == before
     assert not out.exists() and not Path(f"{out}.csv").exists()
 
