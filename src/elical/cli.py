@@ -75,24 +75,22 @@ def _plain_params(params: list[Parameter]) -> None:
             param.__class__ = _PlainArgument
 
 
-class _PlainCommand(TyperCommand):
-    """A command whose --help shows plain metavars (see _PlainOption), not Python type names."""
-
-    def get_params(self, ctx: Context) -> list[Parameter]:
-        """The parameters (--help included), with plain metavars."""
-        params = super().get_params(ctx)
-        _plain_params(params)
-        return params
-
-
-class _PlainGroup(TyperGroup):
-    """A command group whose --help shows plain metavars (see _PlainOption)."""
+class _PlainParams:
+    """For a command or group: its --help shows plain metavars (see _PlainOption), not Python type names."""
 
     def get_params(self, ctx: Context) -> list[Parameter]:
         """The parameters (--help and typer's completion options included), with plain metavars."""
-        params = super().get_params(ctx)
+        params = super().get_params(ctx)  # type: ignore[misc]
         _plain_params(params)
         return params
+
+
+class _PlainCommand(_PlainParams, TyperCommand):
+    """A command whose --help shows plain metavars."""
+
+
+class _PlainGroup(_PlainParams, TyperGroup):
+    """A command group whose --help shows plain metavars."""
 
 
 class _Typer(typer.Typer):
@@ -684,27 +682,23 @@ def _user_errors(console):
     """Show bad-input errors (InputError, RecordError, pydantic's and other ValueErrors, settings that differ from
     the output folder's), an output folder in use by another process and a missing optional extra as one line
     (credentials masked); exit 2."""
+    from rich.markup import escape
+
     from elical.folder_lock import FolderInUse
+    from elical.inputs import one_line, out_of_room
 
     try:
         yield
+        return
     except (FileNotFoundError, KeyError, ValueError, FolderInUse, ImportError) as err:
-        from rich.markup import escape
-
-        from elical.inputs import one_line
-
-        console.print(f"[red]error:[/red] {escape(one_line(err))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        message = one_line(err)
     except (OSError, sqlite3.OperationalError) as err:
-        from rich.markup import escape
-
-        from elical.inputs import out_of_room
-
-        message = out_of_room(err)
-        if message is None:
+        found = out_of_room(err)
+        if found is None:
             raise
-        console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        message = found
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    raise typer.Exit(2) from None
 
 
 def _packaged_presets() -> list[str]:
