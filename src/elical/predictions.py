@@ -19,7 +19,7 @@ from typing import Any
 from elical.inputs import InputError, text_lines
 from elical.model_key import ModelKey
 from elical.records import RecordError, atomic_write, iter_json_objects, read_parquet_table
-from elical.strict_json import loads
+from elical.strict_json import describe, loads
 
 
 @dataclass
@@ -102,12 +102,12 @@ def read_predictions(path: str | os.PathLike) -> Predictions:
         if rid is None or rid == "":
             raise RecordError(path, row, "id", "missing id")
         if not isinstance(rid, str):
-            raise RecordError(path, row, "id", f"expected a string, got {_shown(rid)}")
+            raise RecordError(path, row, "id", f"expected a string, got {describe(rid)}")
         if rid in confidence:
             raise RecordError(path, row, "id", f"duplicate id {rid!r}")
         value = _confidence(raw)
         if value is None:
-            raise RecordError(path, row, "confidence", f"expected a number in [0, 1], got {_shown(raw)}")
+            raise RecordError(path, row, "confidence", f"expected a number in [0, 1], got {describe(raw)}")
         confidence[rid] = value
     if "method" in columns and rows:
         method = _one_method(path, rows) or method  # an empty name: the file's
@@ -115,15 +115,6 @@ def read_predictions(path: str | os.PathLike) -> Predictions:
 
 
 Rows = list[tuple[int, dict[str, Any]]]  # (line or row number, value by column) of a prediction file
-
-
-def _shown(value: Any) -> str:
-    """A JSON or Parquet value for an error message: containers by size only, text as written, else type and value."""
-    if isinstance(value, (list, dict)):
-        return f"a list of {len(value)} element(s)" if isinstance(value, list) else f"an object of {len(value)} key(s)"
-    if value is None or isinstance(value, str):
-        return "null" if value is None else repr(value[:40])
-    return f"{type(value).__name__} {value!r}"[:60]
 
 
 def _confidence(value: Any) -> float | None:
@@ -143,8 +134,8 @@ def _one_method(path: Path, rows: Rows) -> str:
     for row, values in rows:
         method = values.get("method")
         if not isinstance(method, str) or method != first:
-            raise RecordError(path, row, "method", f"expected the same method name on every row ({_shown(first)} "
-                                                   f"on the first), got {_shown(method)}")
+            raise RecordError(path, row, "method", f"expected the same method name on every row ({describe(first)} "
+                                                   f"on the first), got {describe(method)}")
     return str(first)
 
 

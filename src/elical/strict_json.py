@@ -89,3 +89,13 @@ def _line_of_duplicate(text: str) -> int | None:
     except (_DuplicateKey, RecursionError, ValueError):
         pass
     return text.count("\n", 0, starts[0]) + 1 if starts else None
+
+
+def describe(value: Any) -> str:
+    """A JSON value for an error message: containers by size only (never their content, which may nest
+    deeply), null as null, anything else by type and value ("str 'x'", "bool True"), at most 80 characters."""
+    if isinstance(value, list):
+        return f"a list of {len(value)} element(s)"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} key(s)"
+    return "null" if value is None else f"{type(value).__name__} {value!r}"[:80]

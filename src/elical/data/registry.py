@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from elical.strict_json import JsonError, loads
+from elical.strict_json import JsonError, describe, loads
 
 Converted = tuple[str, list[str], "list[str] | None"]
 Converter = Callable[[dict[str, Any]], Converted]
@@ -19,15 +19,6 @@ Converter = Callable[[dict[str, Any]], Converted]
 
 class ConversionError(ValueError):
     """A row lacks the fields its dataset format needs; the message says which."""
-
-
-def _describe(value: Any) -> str:
-    """A JSON value for an error message (containers by size only: they may nest deeply)."""
-    if isinstance(value, list):
-        return f"a list of {len(value)} element(s)"
-    if isinstance(value, dict):
-        return f"an object of {len(value)} key(s)"
-    return "null" if value is None else f"{type(value).__name__} {value!r}"[:80]
 
 
 def _as_list(value: Any, field: str) -> list[str]:
@@ -44,7 +35,7 @@ def _as_list(value: Any, field: str) -> list[str]:
         except JsonError:
             return [value]
     if not isinstance(value, list):
-        raise ConversionError(f"field '{field}': expected a string or a list of strings, got {_describe(value)}")
+        raise ConversionError(f"field '{field}': expected a string or a list of strings, got {describe(value)}")
     out: list[str] = []
     for i, v in enumerate(value):
         if isinstance(v, dict):  # CWQ: [{"answer": ..., "aliases": [...]}]
@@ -53,7 +44,7 @@ def _as_list(value: Any, field: str) -> list[str]:
         elif isinstance(v, str):
             out.append(v)
         else:
-            raise ConversionError(f"field '{field}': expected a list of strings, got {_describe(v)} at position {i}")
+            raise ConversionError(f"field '{field}': expected a list of strings, got {describe(v)} at position {i}")
     return out
 
 
@@ -157,7 +148,7 @@ def _options(row: dict[str, Any]) -> list[str]:
     if "choices" in row:
         choices = row["choices"]
         if not isinstance(choices, list):
-            raise ConversionError(f"field 'choices': expected a list of options, got {_describe(choices)}")
+            raise ConversionError(f"field 'choices': expected a list of options, got {describe(choices)}")
         names = [f"choices[{i}]" for i in range(len(choices))]
     else:
         count = next((i for i, letter in enumerate(CHOICE_LETTERS) if letter not in row), len(CHOICE_LETTERS))
@@ -167,7 +158,7 @@ def _options(row: dict[str, Any]) -> list[str]:
         choices = [row[letter] for letter in names]
     for name, option in zip(names, choices):
         if not isinstance(option, str) or not option.strip():
-            raise ConversionError(f"field '{name}': expected an option (non-empty text), got {_describe(option)}")
+            raise ConversionError(f"field '{name}': expected an option (non-empty text), got {describe(option)}")
     if len(choices) < 2:
         raise ConversionError("expected at least two options in 'choices' or in columns A, B, C, D")
     return choices

@@ -15,6 +15,7 @@ from elical.records.record import (
     is_logprob,
     verbal_kind,
 )
+from elical.strict_json import describe
 
 JsonlFormat = Literal["elical", "honestybench"]
 
@@ -31,7 +32,7 @@ def _check_01(value: Any, name: str) -> int:
 
 def _check_01_list(value: Any, name: str, length: int) -> list[int]:
     if not isinstance(value, list):
-        raise _FieldError(name, f"expected a list of 0/1, got {_describe(value)}")
+        raise _FieldError(name, f"expected a list of 0/1, got {describe(value)}")
     if len(value) != length:
         raise _FieldError(name, f"expected {length} values (one per sampled answer), got {len(value)}")
     if not (set(map(type, value)) <= {int, bool} and set(value) <= {0, 1}):  # fast path; the scan names the value
@@ -43,10 +44,10 @@ def _check_01_list(value: Any, name: str, length: int) -> list[int]:
 def _check_str_list(value: Any, name: str, *, nonempty: bool = False) -> list[str]:
     """A list of strings; a null, a number or a nested list in it is named with its position."""
     if not isinstance(value, list):
-        raise _FieldError(name, f"expected a list of strings, got {_describe(value)}")
+        raise _FieldError(name, f"expected a list of strings, got {describe(value)}")
     if not set(map(type, value)) <= {str}:  # fast path; the scan names the value
         i, v = next((i, v) for i, v in enumerate(value) if not isinstance(v, str))
-        raise _FieldError(name, f"expected a list of strings, got {_describe(v)} at position {i}")
+        raise _FieldError(name, f"expected a list of strings, got {describe(v)} at position {i}")
     if nonempty and not value:
         raise _FieldError(name, "expected at least one string, got an empty list")
     return value
@@ -59,10 +60,10 @@ def _is_number(value: Any) -> bool:
 
 def _check_float_list(value: Any, name: str) -> list[float]:
     if not isinstance(value, list):
-        raise _FieldError(name, f"expected a list of numbers, got {_describe(value)}")
+        raise _FieldError(name, f"expected a list of numbers, got {describe(value)}")
     if not set(map(type, value)) <= {float, int}:  # a bool's type is bool: refused; the scan names the value
         i, v = next((i, v) for i, v in enumerate(value) if not _is_number(v))
-        raise _FieldError(name, f"expected a list of numbers, got {_describe(v)} at position {i}")
+        raise _FieldError(name, f"expected a list of numbers, got {describe(v)} at position {i}")
     try:
         return [float(v) for v in value]
     except OverflowError:
@@ -89,31 +90,20 @@ def _check_cumulative(cumulative: float, logprobs: list[float]) -> None:
 def _single(value: Any, name: str) -> Any:
     """HonestyBench wraps the greedy fields in one-element lists."""
     if not isinstance(value, list) or len(value) != 1:
-        raise _FieldError(name, f"expected a list holding exactly one element, got {_describe(value)}")
+        raise _FieldError(name, f"expected a list holding exactly one element, got {describe(value)}")
     return value[0]
 
 
-def _describe(value: Any) -> str:
-    """A value for an error message: containers by size (never their content, which may nest deeply)."""
-    if isinstance(value, list):
-        return f"a list of {len(value)} element(s)"
-    if isinstance(value, dict):
-        return f"an object of {len(value)} key(s)"
-    if value is None:
-        return "null"
-    return f"{type(value).__name__} {value!r}"[:80]
-
-
 def _show(value: Any) -> str:
-    """A scalar as its repr, a container as :func:`_describe` says it."""
-    return _describe(value) if isinstance(value, (list, dict)) or value is None else repr(value)[:80]
+    """A scalar as its repr, a container as :func:`~elical.strict_json.describe` says it."""
+    return describe(value) if isinstance(value, (list, dict)) or value is None else repr(value)[:80]
 
 
 def _optional_str(row: dict[str, Any], name: str) -> str | None:
     """A text field that may be absent or null; any other type (a number, a list, a boolean) is refused."""
     value = row.get(name)
     if value is not None and not isinstance(value, str):
-        raise _FieldError(name, f"expected a string or null, got {_describe(value)}")
+        raise _FieldError(name, f"expected a string or null, got {describe(value)}")
     return value
 
 
@@ -123,7 +113,7 @@ def _object(row: dict[str, Any], name: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _FieldError(name, f"expected a JSON object or null, got {_describe(value)}")
+        raise _FieldError(name, f"expected a JSON object or null, got {describe(value)}")
     return value
 
 
@@ -138,7 +128,7 @@ def verbal_replies(pairs: Iterable[tuple[Any, Any]]) -> dict[str, str]:
     replies: dict[str, str] = {}
     for name, text in pairs:
         if not isinstance(name, str) or not isinstance(text, str):
-            raise _FieldError("verbal", f"expected the reply text (a string) for {name!r}, got {_describe(text)}")
+            raise _FieldError("verbal", f"expected the reply text (a string) for {name!r}, got {describe(text)}")
         kind = verbal_kind(name)
         if kind in replies:
             raise _FieldError("verbal", f"{name!r} names the kind {kind!r} a second time")
@@ -171,7 +161,7 @@ def _base_record(row: Any, dataset: str, split: str) -> Record:
         if required not in row:
             raise _FieldError(required, "missing (every record needs 'question' and 'answer')")
     if not isinstance(row["question"], str) or not row["question"].strip():
-        raise _FieldError("question", f"expected a non-empty string, got {_describe(row['question'])}")
+        raise _FieldError("question", f"expected a non-empty string, got {describe(row['question'])}")
     answers = row["answer"]
     if isinstance(answers, str):
         answers = [answers]
@@ -195,7 +185,7 @@ def _failure(row: dict[str, Any]) -> str | None:
     value = row.get("failure")
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise _FieldError("failure", f"expected the reason the question failed (a non-empty string), or null when it "
-                                     f"did not fail; got {_describe(value)}")
+                                     f"did not fail; got {describe(value)}")
     return value
 
 
@@ -204,7 +194,7 @@ def _read_greedy(rec: Record, row: dict[str, Any]) -> None:
     if row.get("greedy_response") is not None:
         greedy = _single(row["greedy_response"], "greedy_response")
         if not isinstance(greedy, str):
-            raise _FieldError("greedy_response", f"expected a string, got {_describe(greedy)}")
+            raise _FieldError("greedy_response", f"expected a string, got {describe(greedy)}")
         rec.greedy_response = greedy
     if row.get("greedy_correctness") is not None:
         value = row["greedy_correctness"]
@@ -243,7 +233,7 @@ def _read_samples(rec: Record, row: dict[str, Any]) -> None:
     if row.get("sampling_logprobs") is not None:
         value = row["sampling_logprobs"]
         if not isinstance(value, list) or len(value) != k:
-            raise _FieldError("sampling_logprobs", f"expected {k} lists (one per sampled answer), got {_describe(value)}")
+            raise _FieldError("sampling_logprobs", f"expected {k} lists (one per sampled answer), got {describe(value)}")
         rec.sample_logprobs = [_check_logprobs(_check_float_list(v, "sampling_logprobs"), "sampling_logprobs", f"sample {j} ")
                                for j, v in enumerate(value)]
 

@@ -15,7 +15,6 @@ from typing import Any, Protocol, TypeVar
 from elical.inputs import InputError, text_lines
 from elical.records.convert import (
     JsonlFormat,
-    _describe,
     _FieldError,
     _single,
     check_required,
@@ -31,7 +30,7 @@ from elical.records.record import (
     Record,
     RecordError,
 )
-from elical.strict_json import JsonError, loads
+from elical.strict_json import JsonError, describe, loads
 
 
 def dataset_and_split_from_path(path: str | os.PathLike) -> tuple[str, str]:
@@ -267,13 +266,13 @@ def _json_object(text: Any, column: str) -> dict[str, Any]:
     if not text:
         return {}
     if not isinstance(text, str):
-        raise _FieldError(column, f"expected JSON text, got {_describe(text)}")
+        raise _FieldError(column, f"expected JSON text, got {describe(text)}")
     try:
         value = loads(text)
     except JsonError as err:
         raise _FieldError(column, err.message) from None
     if not isinstance(value, dict):
-        raise _FieldError(column, f"expected a JSON object, got {_describe(value)}")
+        raise _FieldError(column, f"expected a JSON object, got {describe(value)}")
     return value
 
 
