@@ -3,11 +3,12 @@
 Each set is a label-audit sheet (elical.audit.sample) drawn from `elical run --preset smollm2-qa-full`'s
 records (benchmarks/labels_gpu.sh), labelled by hand by the rule of tests/data/labels/RULES.md. For each
 set and judge: weighted error, precision (share of positive decisions that are right) and recall, with
-95 % stratified-bootstrap intervals; `decision` is the run's own judge at annotation time (match@3 and
-answer@2). The rules were developed on the *_dev sets (match@4, answer@3) and then on the *_dev2 sets
-(match@5, answer@4; these were the held-out test sets of match@4). The paper_*_test sets are a second
-draw labelled after the match@5 rules were written (benchmarks/labels_fresh_draw.py: disjoint from every
-other set); the short_* sets were never looked at while writing rules.
+95 % stratified-bootstrap intervals; `decision` is the judge that drew the set. The rules were developed
+on the *_dev sets (match@4, answer@3), then on *_dev2 (match@5, answer@4) and *_dev3 (match@6, answer@5),
+each the previous version's held-out set. The paper_*_test sets are the third held-out draw: answers to
+fresh questions (benchmarks/labels_fresh_questions.py, labels_fresh_gpu.sh), drawn by match@6 / answer@5
+and scaled to the run's dataset sizes (labels_fresh_draw.py --sizes-from), labelled blind after those
+rules were written; the short_* sets were never looked at while writing rules.
 
     python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
 """

@@ -6,19 +6,32 @@ a labelled set is left out of the pool before the draw, so the weights estimate 
 items nobody has looked at. Records: `benchmarks/labels_relabel.py`'s output for the paper prompt.
 
     python benchmarks/labels_fresh_draw.py RELABELLED_RECORDS_DIR OUT.jsonl [--seed 21]
+
+Third round (issue 21): the records are SmolLM2's answers to fresh questions (labels_fresh_questions.py,
+labels_fresh_gpu.sh, relabelled by labels_relabel.py), the strata the relabelling judges' decisions, and
+`--sizes-from RUN_RECORDS_DIR` scales each (task, dataset) to its size in that run (questions, times k
+for consistency), so the weights estimate the judges on the run's population as the earlier rounds did:
+
+    python benchmarks/labels_fresh_draw.py RELABELLED OUT.jsonl --seed 23 --sizes-from RUN_RECORDS_DIR
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 from elical.audit.sample import candidates, draw, sheet_row, write_sheet
 from elical.records import read_records
 
 PER_STRATUM = {"correctness": 38, "consistency": 22}  # the sizes of the first test round
-JUDGES = {"correctness": "match@4", "consistency": "answer@3"}
+JUDGES = {"correctness": "match@4", "consistency": "answer@3"}  # the second round's; later rounds: the records'
+
+
+def population(records: list, task: str) -> Counter:
+    """Per dataset, how many judged items of the task the records hold."""
+    return Counter(c.record.dataset for c in candidates(records, (task,)))
 
 
 def labelled_items(folder: Path) -> set[str]:
@@ -32,13 +45,22 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--labelled", type=Path, default=Path("tests/data/labels"))
+    parser.add_argument("--sizes-from", type=Path, default=None)
     args = parser.parse_args()
     seen = labelled_items(args.labelled)
     records = read_records(sorted(args.records.glob("*.parquet")))
+    judges = JUDGES if args.sizes_from is None else records[0].generation["judges"]
+    run = read_records(sorted(args.sizes_from.glob("*.parquet"))) if args.sizes_from else None
     rows = []
     for task, n in PER_STRATUM.items():
         pool = [c for c in candidates(records, (task,)) if c.item not in seen]
-        rows += [sheet_row(c, w, JUDGES[task]) | {"prompt_style": "paper"} for c, w in draw(pool, n, args.seed)]
+        drawn = draw(pool, n, args.seed)
+        if run is not None:  # each stratum's size scaled to its dataset's size in the run, a whole number
+            scale = {d: size / population(records, task)[d] for d, size in population(run, task).items()}
+            sizes = Counter(c.stratum for c in pool)
+            picked = Counter(c.stratum for c, _ in drawn)
+            drawn = [(c, round(sizes[c.stratum] * scale[c.record.dataset]) / picked[c.stratum]) for c, _ in drawn]
+        rows += [sheet_row(c, w, judges[task]) | {"prompt_style": "paper"} for c, w in drawn]
     write_sheet(rows, args.out)
     print(f"{len(rows)} items ({len(seen)} labelled items left out of the pool) -> {args.out}")
 

@@ -4,8 +4,9 @@ on a CPU, so the same generations can be compared under old and new labels.
 
     python benchmarks/labels_relabel.py IN_DIR OUT_DIR [--correctness match] [--consistency answer]
 
-IN_DIR/records/{train,eval}.parquet -> OUT_DIR/{train,eval}.parquet; each record's generation["judges"]
-names the judges that labelled it.
+IN_DIR/records/{train,eval}.parquet -> OUT_DIR/{train,eval}.parquet (an `elical annotate` folder's
+IN_DIR/records.parquet -> OUT_DIR/records.parquet); each record's generation["judges"] names the judges
+that labelled it.
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ def main() -> None:
     judges = Judges(CachedJudge(make(args.correctness)), CachedJudge(make(args.consistency)))
     names = {"correctness": judges.correctness.name, "consistency": judges.consistency.name}
     args.out.mkdir(parents=True, exist_ok=True)
-    for part in ("train", "eval"):
+    # a run folder (records/train.parquet, records/eval.parquet) or an annotate folder (records.parquet)
+    single = args.source / "records.parquet"
+    parts = {"records": single} if single.exists() else {p: args.source / "records" / f"{p}.parquet" for p in ("train", "eval")}
+    for part, path in parts.items():
         start = time.perf_counter()
-        records = read_parquet(args.source / "records" / f"{part}.parquet")
+        records = read_parquet(path)
         answered = [r for r in records if not r.failed]
         judge_records(answered, judges)
         for rec in answered:

@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@5 and answer@4).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@6 and answer@5).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -108,11 +108,48 @@ def test_asserts_gold_since_match_5(question, reply, gold, expected):
     assert asserts_gold(question, reply, gold) is expected
 
 
+YOUNGER = "Who is younger, Anna Lindqvist or Pavel Horak?"
+FIRST_FILM = "Which film came out first, Red Dawn or Gray Hill?"
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # a choice needs the question's comparison or an announcement before the option: cut off after
+        # the question's verb, the reply has chosen nothing
+        (PEOPLE, "Anna Lindqvist was born", ["Anna Lindqvist"], False),
+        (PEOPLE, "The person born first is Anna Lindqvist.", ["Anna Lindqvist"], True),
+        (PEOPLE, "Anna Lindqvist is the answer.", ["Anna Lindqvist"], True),
+        # an option denied, or described as a third thing
+        (DIRECTOR, "The film that has the director born later, Red Dawn, is not the one I mean.", ["Red Dawn"], False),
+        (DIRECTOR, "The film that has the director born later, Red Dawn, is The Long Road.", ["Red Dawn"], False),
+        (DIRECTOR, "Red Dawn is an American film whose director was born later.", ["Red Dawn"], True),
+        # a ranking on a claim of its own is not the question's comparison
+        (FIRST_FILM, "Red Dawn is the first film to feature a Welsh cast.", ["Red Dawn"], False),
+        (FIRST_FILM, "Red Dawn was the first to come out.", ["Red Dawn"], True),
+        # "than" compares only in the question's sense
+        (YOUNGER, "Pavel Horak was more resilient than Anna Lindqvist.", ["Pavel Horak"], False),
+        (YOUNGER, "Pavel Horak is younger than Anna Lindqvist.", ["Pavel Horak"], True),
+        # superlatives and "after"/"before" carry the question's sense: a later sentence contradicts
+        ("Who is older, Tom Reed or Ann Marsh?", "Tom Reed is the answer. The one who is the oldest is Ann Marsh.",
+         ["Tom Reed"], False),
+        ("Who was born earlier, Tom Reed or Ann Marsh?", "Tom Reed was born earlier. Tom Reed was born after Ann Marsh.",
+         ["Tom Reed"], False),
+        ("Who was born earlier, Tom Reed or Ann Marsh?", "Ann Marsh was born after Tom Reed.", ["Tom Reed"], True),
+        # a yes or no taken back in its own sentence answers nothing
+        (LAKES, "No, the answer to this question is not possible to give; it is ambiguous.", ["no"], False),
+        (LAKES, "No, they lie in two countries.", ["no"], True),
+    ],
+)
+def test_asserts_gold_since_match_6(question, reply, gold, expected):
+    assert asserts_gold(question, reply, gold) is expected
+
+
 def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_keeps_the_old_rules():
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@5" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@6" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -158,6 +195,10 @@ def test_strict_choice_picks(reply, strict, expected):
         (LAKES, "Lake Ohrid and Lake Prespa are located in the same country.", "Yes.", True),
         (LAKES, "They are not located in the same country.", "Yes, they are.", False),
         (PEOPLE, "Horak was born first.", "Pavel Horak was born first, and Anna Lindqvist second.", True),
+        # a yes/no question is answered by a yes or a no (or a restated claim) alone
+        (LAKES, "The two lakes are beautiful.", "The two lakes are beautiful.", False),
+        (LAKES, "No, it is impossible to say.", "No.", False),
+        (FIRST_FILM, "Red Dawn came out first.", "Red Dawn is the first film to feature a Welsh cast.", False),
     ],
 )
 def test_consistency_needs_two_answers(question, a, b, expected):

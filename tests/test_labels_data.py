@@ -24,7 +24,9 @@ def rows(name: str) -> list[dict]:
 @pytest.mark.parametrize("name", sorted(p.name for p in LABELS.glob("*.jsonl")))
 def test_every_set_is_a_labelled_weighted_sheet(name):
     sheet = rows(name)
-    assert all(r["label"] in (0, 1) and r["category"] in CATEGORIES and r["weight"] >= 1 for r in sheet)
+    # weight: the run items an item stands for; the third draw's strata are scaled to the run's sizes, so a
+    # stratum of fresh questions richer than the run (musique's few correct answers) weighs under 1 an item
+    assert all(r["label"] in (0, 1) and r["category"] in CATEGORIES and r["weight"] > 0 for r in sheet)
     assert len({r["item"] for r in sheet}) == len(sheet)
     assert len({r["dataset"] for r in sheet}) >= 8
     # an item stands for its stratum: the weights of a stratum add up to one population size
@@ -35,15 +37,15 @@ def test_every_set_is_a_labelled_weighted_sheet(name):
     read_pairs(LABELS / name)  # judge-check reads a labelled sheet as a pair file
 
 
-def test_the_first_correctness_test_set_has_the_size_the_issue_asks_for():
-    sheet = rows("paper_correctness_dev2.jsonl")  # held out for match@4, then written on for match@5
+def test_the_correctness_test_set_has_the_size_the_issue_asks_for():
+    sheet = rows("paper_correctness_test.jsonl")  # the third draw: fresh questions, held out for match@6
     assert len(sheet) >= 600 and len({r["dataset"] for r in sheet}) >= 8
     assert {r["category"] for r in sheet} >= {"plain", "comparison", "list", "mentions-not-asserts", "no-answer"}
 
 
 def test_sets_hold_no_item_twice():
     items = Counter(r["item"] for path in LABELS.glob("paper_*.jsonl") for r in rows(path.name))
-    assert max(items.values()) == 1  # the second test draw left every labelled item out
+    assert max(items.values()) == 1  # each later draw left every labelled item out
 
 
 def weighted(name: str, judge) -> dict[str, float]:
@@ -55,10 +57,12 @@ def weighted(name: str, judge) -> dict[str, float]:
 
 def test_match_judge_on_held_out_real_outputs_beats_the_old_rules():
     new, old = weighted("paper_correctness_test.jsonl", MatchJudge()), weighted("paper_correctness_test.jsonl", MentionJudge())
-    assert new["error"] < 0.03 and new["precision"] > 0.75  # measured 1.9 % and 82.7 %
-    assert old["error"] > 0.05 and old["precision"] < 0.45  # the rules up to match@3: 6.6 % and 33.9 %
+    assert new["error"] < 0.03 and new["precision"] > 0.85  # measured 1.4 % and 88.9 %
+    assert old["error"] > 0.05 and old["precision"] < 0.55  # the rules up to match@3: 6.6 % and 48.0 %
 
 
 def test_consistency_rules_on_held_out_real_outputs():
     quality = weighted("paper_consistency_test.jsonl", MatchJudge())  # the answer judge's rules without embeddings
-    assert quality["error"] < 0.04 and quality["precision"] > 0.62  # measured 2.8 % and 71.0 %
+    old = weighted("paper_consistency_test.jsonl", MentionJudge())
+    assert quality["error"] < 0.07 and quality["precision"] > 0.75  # measured 5.5 % and 80.6 %
+    assert old["precision"] < 0.4  # the rules up to match@3: 26.2 %

@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@5; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@6; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -15,7 +15,14 @@ the alias fills the answer's slot of the question. The rules, each general:
    "A is older than B" and "A was born first, and B second" choose A for "who is older" / "born
    first", and B for the opposite comparative. The comparison must be the question's: a degree word
    grades the question's word ("more members", not "more famous"); a word of the same sense ("first"
-   for "earlier") counts beside a word of the question's. A later sentence that chooses the other
+   for "earlier") counts beside a word of the question's, a superlative for its comparative ("oldest"
+   for "older"), "after" and "before" for "later" and "earlier". A ranking on a claim of its own is not
+   the question's comparison ("A is the first film to feature a Welsh cast"), nor is a "than" that
+   compares in another sense ("A is more resilient than B") or an option with itself. An option denied
+   ("A is not the one") or described as a third name ("The film with the older director, A, is C") is
+   not chosen; an option named without the comparison is chosen only where the rest of the sentence
+   announces it ("The film is A.", "A is the answer"), in a sentence finished before the token limit
+   ("A was born" chooses nothing for "who was born first"). A later sentence that chooses the other
    option contradicts the first. The reply is right only if it chooses the gold option.
 2. **Restated, not answered.** An alias that the question itself names is found in any reply that
    restates the question. Such an occurrence counts only where the reply does not merely repeat it:
@@ -31,12 +38,14 @@ the alias fills the answer's slot of the question. The rules, each general:
 5. **Lists.** An alias that is one member of a list of names with a conjunction ("China, Vietnam, and
    the Philippines", "Ghana or Togo") counts only if every member is a gold alias.
 
-A yes/no gold is asserted by the reply's first "yes" or "no", else by a sentence that restates the
-question's claim (negated: "no"). A decade is asserted by its years, a common noun by its plural. The
+A yes/no gold is asserted by the reply's first "yes" or "no" (unless its sentence takes it back: "No,
+it is not possible to answer"), else by a sentence that restates the question's claim (negated: "no"). A decade is asserted by its years, a common noun by its plural. The
 rules read the reply's sentences
 up to the first that says something beyond the question (an announcement such as "The answer to this
 question is:" is read past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
-two replies are the same answer only where both assert one and it is the same one.
+two replies are the same answer only where both assert one and it is the same one; a yes/no question is
+answered by a yes or a no alone (answer@5), and a reply cut off by the token limit right before the
+answer it introduces ("The seminar was held at the") asserts none.
 """
 
 from __future__ import annotations
@@ -73,7 +82,8 @@ _CONNECTORS = frozenset([
 # comparatives whose opposite hands a "than" comparison to its other side
 _OPPOSITES = (
     ("older", "younger"), ("elder", "younger"), ("oldest", "youngest"), ("older", "newer"), ("earlier", "later"),
-    ("first", "later"), ("before", "after"), ("sooner", "later"), ("recently", "earlier"), ("recent", "older"),
+    ("first", "later"), ("before", "after"), ("earlier", "after"), ("before", "later"), ("sooner", "later"),
+    ("recently", "earlier"), ("recent", "older"),
     ("longer", "shorter"), ("taller", "shorter"), ("more", "less"), ("larger", "smaller"), ("bigger", "smaller"),
     ("higher", "lower"), ("faster", "slower"), ("closer", "farther"), ("further", "closer"),
 )
@@ -137,11 +147,11 @@ def _in(token: Token, others: Sequence[Token]) -> bool:
 @dataclass(frozen=True)
 class Choice:
     """The alternatives a question offers (token sequences) and its comparison: the comparative word
-    and, for a degree word ("more", "less"), the word it grades ("more members")."""
+    and, for a degree word ("more", "less"), the words it grades ("more members", "more band members")."""
 
     options: tuple[tuple[Token, ...], ...]
     comparative: str | None
-    graded: str | None = None
+    graded: tuple[str, ...] = ()
 
     @property
     def short_names(self) -> tuple[frozenset[str], ...]:
@@ -173,15 +183,15 @@ def _option_beside(question: str, start: int, end: int) -> str | None:
     return None
 
 
-def _comparison(question: str) -> tuple[str | None, str | None]:
+def _comparison(question: str) -> tuple[str | None, tuple[str, ...]]:
     """The question's first comparative word with an opposite ("later", "older"), if any, and for a
-    degree word the content word it grades ("more" + "members")."""
+    degree word the (up to two) content words after it, one of which it grades ("more band members")."""
     tokens = tokenize(question)
     for i, token in enumerate(tokens):
         if token.text in _ANTONYM:
-            graded = next((t.text for t in tokens[i + 1 :] if t.text not in FUNCTION_WORDS), None)
-            return token.text, graded if token.text in _DEGREE else None
-    return None, None
+            graded = tuple(t.text for t in tokens[i + 1 :] if t.text not in FUNCTION_WORDS)[:2]
+            return token.text, graded if token.text in _DEGREE else ()
+    return None, ()
 
 
 def _make_choice(options: tuple[tuple[Token, ...], ...], question: str) -> Choice:
@@ -255,15 +265,41 @@ def _compares(words: Sequence[str], choice: Choice, asked: Sequence[Token]) -> b
     opposites = _ANTONYM.get(question, set())
     shares_predicate = any(w not in FUNCTION_WORDS and any(same_word(w, a.text) for a in asked) for w in words)
     for i, word in enumerate(words):
-        same_sense = word == question or (shares_predicate and bool(_ANTONYM.get(word, set()) & opposites))
-        if not same_sense and word not in opposites:
+        same_sense = word == question or _superlative(question) == word or (
+            shares_predicate and bool(_ANTONYM.get(word, set()) & opposites))
+        if not same_sense and word not in opposites and _superlative_of(word) not in opposites:
+            continue
+        if _ranks_another_claim(words, i, asked):
             continue
         if word in _DEGREE and choice.graded:
             graded = next((w for w in words[i + 1 :] if w not in FUNCTION_WORDS), None)
-            if graded is None or not same_word(graded, choice.graded):
+            if graded is None or not any(same_word(graded, word) for word in choice.graded):
                 continue
         return not same_sense
     return None
+
+
+def _superlative(comparative: str) -> str | None:
+    """The superlative of an "-er" comparative ("older": "oldest"); None for other words."""
+    return comparative[:-2] + "est" if comparative.endswith("er") and len(comparative) > 4 else None
+
+
+def _superlative_of(word: str) -> str | None:
+    """The comparative whose superlative the word is ("youngest": "younger"); None for other words."""
+    return word[:-3] + "er" if word.endswith("est") and len(word) > 5 else None
+
+
+_RANKED_AMONG = frozenset(["two", "both", "pair", "one", "ones", "other", "others", "film", "films", "person", "people"])
+
+
+def _ranks_another_claim(words: Sequence[str], i: int, asked: Sequence[Token]) -> bool:
+    """Whether the ranking word at ``i`` is an adjective ranking something on a claim of its own: "the
+    first film to feature a Welsh cast", "the first film released in 1950": two words or more follow
+    that the question lacks ("the first to be released" ranks on the question's own claim)."""
+    if i == 0 or words[i - 1] not in ("the", "its", "his", "her", "their"):
+        return False
+    after = [w for w in words[i + 1 :] if w not in FUNCTION_WORDS and w not in _RANKED_AMONG]
+    return sum(not any(same_word(w, a.text) for a in asked) for w in after) >= 2
 
 
 def _under(option: int, opposite: bool | None, choice: Choice) -> int:
@@ -317,10 +353,17 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
     if not named:
         return -1
     position, end, option = named[0]
+    if _denied_or_renamed(tokens, end, option_words):
+        return -1
     asked_rest = [t for t in asked if t.text not in option_words]  # the question's words beside its options
-    if "than" in words[end:]:  # "A is older than B": A under the sentence's comparative, else B
-        said = _compares(words[end : end + words[end:].index("than")], choice, asked_rest)
-        return option if said is None else _under(option, said, choice)
+    if "than" in words[end:]:  # "A is older than B", "won more races in A than B": A under the comparative
+        than = end + words[end:].index("than")
+        if any(o == option and p > than for p, _, o in mentions):
+            return -1  # "A is older than A"
+        said = _compares(words[end:than], choice, asked_rest)
+        if said is None:
+            said = _compares(words[:position], choice, asked_rest)
+        return -1 if said is None else _under(option, said, choice)
     later = [p for p, _, o in named if o != option]
     if later:  # "A was born first, and B second", "A was born later, B": said of A in a clause of its own
         between = words[end : later[0]]
@@ -328,9 +371,49 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
         own_clause = bool(between) and (between[-1] in _ANTONYM or ends_clause or bool(_CLAUSE_JOIN & set(between)))
         return _under(option, _compares(between, choice, asked_rest) if own_clause else None, choice)
     rest = [t for t in tokens[:position] + tokens[end:] if t.text not in FUNCTION_WORDS]
-    states_comparison = _compares([t.text for t in rest], choice, asked_rest) is not None
-    announces = all(t.text in _ANNOUNCING or _in(t, asked) for t in rest)
-    return option if states_comparison or announces else -1
+    states_comparison = _compares(words[:position] + words[end:], choice, asked_rest) is not None
+    # "The film is A", "A is the answer", "A is the film." (the question's words): announced; but "A was
+    # born" for "who was born first", cut off before its comparison, is unfinished
+    before, after = _content(tokens[:position]), _content(tokens[end:])
+    finished = bool(re.search(r"[.!?]\W*$", sentence)) or not choice.comparative
+    own = asked_rest + list(choice.options[option])  # the question's words, less the other options'
+    announces = all(t.text in _ANNOUNCING or _in(t, own) for t in before) and all(
+        t.text in _ANNOUNCING or (_in(t, own) and finished) for t in after)
+    return option if states_comparison or (announces and not _cut_before_answer(sentence)) else -1  # "A," cut off
+
+
+_COPULAS = frozenset(["is", "was", "are", "were"])
+
+
+def _cut_before_answer(sentence: str) -> bool:
+    """Whether a sentence stops where more must follow: at a comma, colon, dash or bracket, or at a
+    little word ("was held at the"), past a cut-off word of one or two letters ("of G", "(2")."""
+    text = sentence.rstrip()
+    words = text.split()
+    if len(words) > 2 and len(words[-1].strip("(\"'“")) <= 2 and not re.search(r"[.!?]$", words[-1]):
+        text = text[: text.rstrip().rfind(" ")].rstrip()  # a word cut off at the token limit
+    if re.search(r"[,;:(\[–—-]$", text):
+        return True
+    last = text.split()[-1].lower() if text.split() else ""
+    return last in FUNCTION_WORDS and last not in ("yes", "no", "it", "them", "him", "her", "this", "that")
+
+
+def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str]) -> bool:
+    """Whether the sentence denies the option it names ("A is not the one") or names a third thing as
+    what the option's description is ("The film with the older director, A, is The Shawshank
+    Redemption"): a copula right after the option, then a negation, or a name that is no option's
+    (after "the", or of two words or more: "is American" describes, "is Black Feathers" names)."""
+    if end + 1 >= len(tokens) or tokens[end].text not in _COPULAS:
+        return False
+    if tokens[end + 1].text in _NEGATIONS:
+        return True
+    start = end + 2 if tokens[end + 1].text == "the" else end + 1
+    name: list[Token] = []
+    for token in tokens[start:]:
+        if token.case == "lower" or (token.text in _STARTERS and not name):
+            break
+        name.append(token)
+    return any(t.text not in option_words for t in name) and (start > end + 1 or len(name) >= 2)
 
 
 # ---------------------------------------------------------------------------- other questions
@@ -468,6 +551,13 @@ def _echoes(tokens: Sequence[Token], position: int, length: int, asked: Sequence
 
 
 _CLAIM_JOINS = frozenset(["and", "or", "both", "either", "all"])  # words a restated claim may drop
+# a yes or no taken back in its own sentence: the question cannot be answered that way
+_WITHDRAWN = re.compile(
+    r"\b(?:(?:not possible|impossible|unable|cannot|can'?t|difficult|hard) to (?:answer|say|determine|tell|know)"
+    r"|not (?:a |an )?(?:simple|clear|classic|straightforward|definitive)\W+(?:yes|no|answer)"
+    r"|ambiguous|unclear|not sure|don'?t know|do not know|it depends)\b",
+    re.IGNORECASE,
+)
 
 
 def _polarity(question: str, reply: str) -> str | None:
@@ -475,12 +565,14 @@ def _polarity(question: str, reply: str) -> str | None:
     restates the question's claim (every lower-case content word of the question after its auxiliary,
     in some form, the last in the sentence's predicate: "San Francesco, Pisa and Pistoia are located
     in the same country"), "yes", or "no" where that sentence is negated."""
-    words = [t.text for t in tokenize(reply)]
-    said = next((w for w in words if w in ("yes", "no")), None)
+    said_in = next((s for s in sentences(reply) if {"yes", "no"} & {t.text for t in tokenize(s)}), None)
+    if said_in is not None:  # "No, the answer is not possible to give" withdraws its "no"
+        said = next(t.text for t in tokenize(said_in) if t.text in ("yes", "no"))
+        return None if _WITHDRAWN.search(said_in) and not _WITHDRAWN.search(question) else said
     first = sentences(reply)[:1]
     asked = tokenize(question)
-    if said or not first or not asked or asked[0].text not in _YES_NO_START:
-        return said
+    if not first or not asked or asked[0].text not in _YES_NO_START:
+        return None
     claim = [t for t in asked[1:] if t.case == "lower" and t.text not in FUNCTION_WORDS | _CLAIM_JOINS]
     tokens = tokenize(first[0])
     predicate = tokens[_subject_end(tokens) or len(tokens) :]  # the claim ends what the sentence says
@@ -584,6 +676,9 @@ def gives_no_answer(question: str, reply: str) -> bool:
     sentence = _answering_sentence(question, reply)
     if sentence is None:
         return True
+    if sentence == sentences(reply)[-1] and _cut_before_answer(sentence) and not any(
+            _named_run(piece) for piece in answer_slot(question, sentence).pieces):
+        return True  # "The seminar was held at the" cut off before the answer it was about to name
     found = _NO_ANSWER.search(sentence)
     return found is not None and not re.search(re.escape(found.group()), question, re.IGNORECASE)
 
@@ -676,10 +771,9 @@ def same_assertion(question: str, a: str, b: str) -> bool | None:
     gives no answer is the same as nothing; yes/no questions compare the replies' yes or no, choice
     questions the options chosen; two replies whose first new names agree give the same answer."""
     words = [t.text for t in tokenize(question)]
-    if words and words[0] in _YES_NO_START and " or " not in question:
+    if words and words[0] in _YES_NO_START and " or " not in question:  # answered by a yes or a no alone
         polarity_a, polarity_b = _polarity(question, a), _polarity(question, b)
-        if polarity_a is not None and polarity_b is not None:
-            return polarity_a == polarity_b
+        return polarity_a is not None and polarity_a == polarity_b
     choice = question_options(question)
     if choice is not None:
         chosen_a, chosen_b = chosen_option(question, a, choice), chosen_option(question, b, choice)

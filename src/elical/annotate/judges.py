@@ -142,7 +142,7 @@ class Judge(abc.ABC):
 # The version of each judge kind's rules. Bump one when its decisions change: it is part of the judge's
 # name (so of every cache key) and of an annotation folder's settings record, so a folder labelled by
 # the old rules is refused on resume instead of mixing two judges' labels.
-JUDGE_VERSIONS = {"match": 5, "mention": 3, "exact": 4, "paper": 1, "answer": 4, "embedding": 2, "llm": 1, "cascade": 5}
+JUDGE_VERSIONS = {"match": 6, "mention": 3, "exact": 4, "paper": 1, "answer": 5, "embedding": 2, "llm": 1, "cascade": 6}
 
 
 def judge_version(kind: str) -> str:
