@@ -2,11 +2,89 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
+import re
 from pathlib import Path
 
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+# Test tiers: `pytest -m unit` is the fast tier, `pytest -m e2e` the rest; the default run runs both (and
+# still deselects `slow`). A test is `e2e` when it runs the system end to end: it trains or loads a model
+# (tiny real ones included), runs a CLI command, a pipeline or run, starts a server or a subprocess, drives
+# a browser, or annotates with a model. pytest_collection_modifyitems below decides, so that a new test
+# lands in its tier by itself: a test is `e2e` when
+#  1. it uses, directly or through other fixtures, one of E2E_FIXTURES, or
+#  2. its body, the body of a fixture it uses, or a function of their module that these call (transitively)
+#     matches E2E_CALLS (a CLI runner, a subprocess, run_pipeline, a browser, a server; building, loading or
+#     training a model, an embedding judge, annotation), or
+#  3. it is marked `@pytest.mark.e2e` (or its module has `pytestmark = pytest.mark.e2e`), for such work
+#     that the first two cannot see.
+# Every other test that is not `slow` is `unit`. tests/test_test_tiers.py checks this rule.
+E2E_FIXTURES = frozenset({"tiny_llama", "tiny_qwen2", "model_dir", "trained_model_dir"})
+E2E_CALLS = re.compile(
+    r"\bCliRunner\b|\.invoke\(|\bsubprocess\.|\bPopen\b|\bmultiprocessing\b"  # the CLI, other processes
+    r"|\brun_pipeline\(|\bplaywright\b|\buvicorn\b"  # a run, a browser, a server
+    r"|\bbuild_model\(|\bfrom_pretrained\(|\.from_config\(|\btrain(?:_world_lm|_lm)?\("  # a model built, loaded, trained
+    r"|\b(?:Answer|Embedding)Judge\(|\bannotate(?:_sources)?\(")  # embedding models; annotation
+
+
+def _module_functions(module, cache: dict) -> dict[str, str]:
+    """Source of each top-level function of a module, by name (cached)."""
+    if module not in cache:
+        try:
+            source = inspect.getsource(module)
+        except (OSError, TypeError):
+            source = ""
+        lines = source.splitlines()
+        cache[module] = {node.name: "\n".join(lines[node.lineno - 1:node.end_lineno])
+                         for node in ast.parse(source).body
+                         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return cache[module]
+
+
+def _does_e2e_work(function, cache: dict) -> bool:
+    """Whether `function`, or a function of its module that it calls (transitively), matches E2E_CALLS."""
+    function = inspect.unwrap(function)
+    if ("e2e", function) in cache:
+        return cache["e2e", function]
+    module = inspect.getmodule(function)
+    here = Path(__file__).resolve().parent  # only the tests' own code: pytest's fixtures (tmp_path, ...) are not e2e work
+    ours = module is not None and here in Path(getattr(module, "__file__", None) or "/").resolve().parents
+    functions = _module_functions(module, cache) if ours else {}
+    todo, seen, found = [function.__name__], set(), False
+    while todo and not found:
+        name = todo.pop()
+        if name in seen or name not in functions:
+            continue
+        seen.add(name)
+        found = bool(E2E_CALLS.search(functions[name]))
+        todo.extend(n for n in re.findall(r"\b(\w+)\(", functions[name]) if n in functions)
+    cache["e2e", function] = found
+    return found
+
+
+def is_e2e(item, cache: dict) -> bool:
+    """The tier rule above, for one collected test."""
+    if item.get_closest_marker("e2e") or E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    functions = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        functions.extend(getattr(d, "func", None) for d in defs)
+    return any(f is not None and _does_e2e_work(f, cache) for f in functions)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
+def pytest_collection_modifyitems(config, items):
+    """Mark each test `e2e` or `unit` by the tier rule above; `slow` tests get neither."""
+    cache: dict = {}
+    for item in items:
+        if not item.get_closest_marker("slow"):
+            item.add_marker("e2e" if is_e2e(item, cache) else "unit")
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from elical.cli import app
 from elical.records import read_records, write_parquet
 from elical.world import default_lm_path
+from extras import SMOLLM2, require
 
 WORLD_LM = str(default_lm_path())
 
@@ -150,6 +151,8 @@ def one_error_line(result) -> str:
 
 @pytest.mark.parametrize("case, command, words", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(inputs, tmp_path, case, command, words):
+    if command.startswith("honesty-tune") and "--model" not in command:
+        require(*SMOLLM2)  # honesty-tune resolves its default model, smollm2, first
     out = tmp_path / "out"
     args = command.format(**{"in": inputs, "out": out, "lm": WORLD_LM}).split()
     before = snapshot(tmp_path)

@@ -8,14 +8,12 @@ import json
 import os
 import subprocess
 import sys
-from typing import get_args
 
 import pytest
 from typer.testing import CliRunner
 
 from elical import cli
 from elical.cli import app
-from elical.prompts import QA_STYLES
 
 
 def test_version_option_prints_the_installed_version():
@@ -23,20 +21,9 @@ def test_version_option_prints_the_installed_version():
     assert result.exit_code == 0 and result.output.strip() == importlib.metadata.version("elical")
 
 
-def test_choice_options_allow_exactly_the_configs_values():
-    from elical.annotate.config import AnnotateConfig, ConsistencyJudgeKind, CorrectnessJudgeKind
+def test_judge_check_offers_exactly_the_judge_names():
     from elical.annotate.judge_factory import JUDGE_NAMES
-    from elical.honesty.config import Method
-    from elical.metrics import BinStrategy, Convention
-    from elical.train.config import Mode
 
-    assert get_args(cli.Backend) == get_args(AnnotateConfig.model_fields["backend"].annotation)
-    assert get_args(cli.CorrectnessJudge) == get_args(CorrectnessJudgeKind)
-    assert get_args(cli.ConsistencyJudge) == get_args(ConsistencyJudgeKind)
-    assert get_args(cli.QAPrompt) == tuple(QA_STYLES)
-    assert get_args(cli.TrainMode) == get_args(Mode)
-    assert get_args(cli.HonestyMethod) == get_args(Method)
-    assert (get_args(cli.Convention), get_args(cli.BinStrategy)) == (get_args(Convention), get_args(BinStrategy))
     assert tuple(j.value for j in cli.JudgeName) == JUDGE_NAMES
 
 
@@ -155,7 +142,7 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
         try:
             connection, _ = server.accept()  # the command is in the middle of its work
             proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=60)
+            _, err = proc.communicate(timeout=30)  # at once: requests in flight are not waited for (was 25 s)
             connection.close()
         finally:
             proc.kill()

@@ -85,6 +85,11 @@ def _world_questions(path: Path, n: int) -> None:
 def test_every_writing_command_exits_2_naming_the_holder(tmp_path, holder, command):
     from typer.testing import CliRunner
 
+    from extras import SMOLLM2, require
+
+    if command == "honesty-tune":
+        require(*SMOLLM2)  # its default model, resolved before the lock is taken
+
     from elical.cli import app
     from elical.world import default_lm_path
 

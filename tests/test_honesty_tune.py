@@ -21,6 +21,7 @@ from elical.honesty.compare import GATE_METHOD
 from elical.honesty.evaluate import items_from_records
 from elical.honesty.tune import IGNORE, encode_examples, render_prompt
 from elical.records import Record, write_records
+from extras import SMOLLM2, needs
 
 
 @pytest.fixture(autouse=True)
@@ -202,14 +203,16 @@ def test_run_plan_adds_puqa_and_caps_tuning_questions(tiny_tokenizer, tmp_path):
     confidences.update({record_id("puqa", q): c for q, c in zip(questions, [0.1, 0.2, 0.95])})
     plan = HonestyPlan(methods=["absolute"], honesty_data=str(data), honesty_limit=2, max_tune_records=3,
                        settings=_config(2))
-    table = run_honesty_plan(plan, _records(4), evaluated, confidences, _fresh(tiny_tokenizer), tiny_tokenizer,
-                             tmp_path / "out", val_records=val, progress=False)
-    rows = table.set_index(["method", "dataset"])
+    compared = run_honesty_plan(plan, _records(4), evaluated, confidences, _fresh(tiny_tokenizer), tiny_tokenizer,
+                                tmp_path / "out", val_records=val, progress=False)
+    assert compared.gate is not None and json.loads((tmp_path / "out" / "gate.json").read_text())["tau"] == compared.gate.tau
+    rows = compared.table.set_index(["method", "dataset"])
     assert rows.loc[(GATE_METHOD, "puqa"), "prudence"] == 1.0 and rows.loc[(GATE_METHOD, "puqa"), "n"] == 2
     assert rows.loc[(GATE_METHOD, "d"), "refusal_rate"] == 0.0
     assert json.loads((tmp_path / "out" / "absolute" / "tune_meta.json").read_text())["data"]["questions"] == 3
 
 
+@needs(*SMOLLM2)
 def test_honesty_eval_refuses_a_pickled_adapter_before_loading_anything(tmp_path):
     """An adapter_model.bin is a pickle: refused with the conversion named, nothing written."""
     from typer.testing import CliRunner

@@ -7,7 +7,7 @@ import pytest
 
 from elical.fingerprint import SettingsMismatch
 from elical.run.config import load_run_config
-from elical.run.fingerprints import check_run_folder
+from elical.run.steps import check_run_folder
 from elical.run.subjects import build_subject
 from test_fingerprint import snapshot
 

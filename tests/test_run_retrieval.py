@@ -15,6 +15,7 @@ from elical.retrieval.evaluate import gated_curve
 from elical.run.config import load_run_config
 from elical.run.report import RETRIEVAL_SECTIONS, SECTIONS
 from elical.run.retrieval import BASELINE, abstention, retrieval_gate, target_reading
+from extras import RETRIEVAL, needs
 
 TINY = {
     "name": "tiny-retrieval", "torch_threads": 1,
@@ -69,6 +70,7 @@ def test_abstention_table_ranks_elical_against_random_and_optimal():
     assert set(curves.method) == {"EliCal (elical-all-s0)", "Prob (best training-free)", "optimal (perfect ranking)"}
 
 
+@needs(*RETRIEVAL)
 def test_tiny_world_run_with_retrieval_writes_outputs_sections_and_resumes(tmp_path):
     from elical.run.pipeline import run_pipeline
 

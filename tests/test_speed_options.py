@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from elical.train.config import SPEED_SETTINGS, TrainConfig
+from elical.settings_contract import Output, mark
+from elical.train.config import TrainConfig
 from test_train import config
 
 
@@ -15,7 +16,7 @@ def test_speed_settings_round_trip_and_never_block_a_resume(tmp_path):
     cfg = TrainConfig(model="m", compile=True, compile_mode="reduce-overhead", lora_dtype="bf16", fused_optimizer=True)
     cfg.to_yaml(tmp_path / "train.yaml")
     assert TrainConfig.from_yaml(tmp_path / "train.yaml") == cfg
-    assert {"compile_mode", "lora_dtype", "fused_optimizer"} <= SPEED_SETTINGS
+    assert all(mark(TrainConfig, name) is Output.NEVER for name in ("compile_mode", "lora_dtype", "fused_optimizer"))
     assert TrainConfig(model="m", compile=True).compile_mode == "layers"  # compile: true is today's layer compile
 
 
@@ -126,7 +127,7 @@ def test_training_with_every_cpu_speed_option(model_dir, records_file, tmp_path)
 
     cfg = config(model_dir, tmp_path, mode="cal-only", epochs_stage2=2, dtype="bfloat16", lora_dtype="bf16",
                  fused_optimizer=True)
-    history = train(cfg, [records_file], show_progress=False)["stages"][0]["history"]
+    history = train(cfg, [records_file], show_progress=False).stages[0]["history"]
     assert len(history) == 3 and all(h["train_loss"] is None or h["train_loss"] > 0 for h in history)
 
 

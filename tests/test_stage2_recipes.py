@@ -32,7 +32,7 @@ def test_head_keeps_stage_1_lora_and_trains_the_head(model_dir, records_file, tm
     lora = [k for k in stage1 if "lora_" in k]
     assert lora and all(torch.equal(stage1[k], final[k]) for k in lora)
     assert any(not torch.equal(stage1[k], final[k]) for k in stage1 if "score" in k)
-    assert result["stages"][1]["stage"] == "stage2-cal" and (tmp_path / "stage2-cal" / "cache").is_dir()
+    assert result.stages[1]["stage"] == "stage2-cal" and (tmp_path / "stage2-cal" / "cache").is_dir()
 
 
 def test_platt_keeps_the_ranking_of_stage_1_and_fits_the_labels(model_dir, records_file, tmp_path):
@@ -45,10 +45,10 @@ def test_platt_keeps_the_ranking_of_stage_1_and_fits_the_labels(model_dir, recor
     before = predict_records(ConfidenceModel.load(tmp_path / "stage1-eli" / "best"), records, show_progress=False)
     after = predict_records(ConfidenceModel.load(tmp_path / "model"), records, show_progress=False)
     assert spearmanr(before, after).statistic == pytest.approx(1.0)  # an increasing map: same order
-    a, b = result["stages"][1]["platt"]["a"], result["stages"][1]["platt"]["b"]
+    a, b = result.stages[1]["platt"]["a"], result.stages[1]["platt"]["b"]
     logit = np.log(np.array(before) / (1 - np.array(before)))
     assert np.allclose(after, 1 / (1 + np.exp(-(a * logit + b))), atol=1e-4)
-    assert [h["epoch"] for h in result["stages"][1]["history"]] == [0, 1]
+    assert [h["epoch"] for h in result.stages[1]["history"]] == [0, 1]
 
 
 def test_mixed_trains_on_unlabelled_pool_questions_with_stage_1_targets(model_dir, records_file, tmp_path):

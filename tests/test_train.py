@@ -27,7 +27,7 @@ def test_loss_falls_on_a_learnable_target(model_dir, records_file, tmp_path):
 
     result = train(config(model_dir, tmp_path, mode="cal-only", epochs_stage2=5), [records_file],
                    show_progress=False)
-    history = result["stages"][0]["history"]
+    history = result.stages[0]["history"]
     assert [h["epoch"] for h in history] == [0, 1, 2, 3, 4, 5]  # epoch 0: before any step
     assert history[0]["train_loss"] is None and history[0]["step"] == 0
     assert history[-1]["train_loss"] < 0.6 * history[1]["train_loss"], history
@@ -35,6 +35,8 @@ def test_loss_falls_on_a_learnable_target(model_dir, records_file, tmp_path):
     # calibration validates against greedy correctness; this target separates the classes fully
     assert history[-1]["val_auroc_against"] == "correctness" and history[-1]["val_auroc"] == 1.0
     assert json.loads((tmp_path / "cal-only" / "history.json").read_text()) == history
+    assert result.model == tmp_path / "model" and result.is_main_process and result.run["seed"] == result.run["config"]["seed"]
+    assert json.loads((tmp_path / "train_summary.json").read_text()) == json.loads(json.dumps(result.summary(), default=str))
     log = (tmp_path / "training_log.csv").read_text().splitlines()
     assert log[0].startswith("stage,epoch,step,lr,train_loss,val_mse,val_auroc") and len(log) == 1 + len(history)
     saved = json.loads((tmp_path / "model" / "elical_model.json").read_text())
@@ -49,8 +51,8 @@ def test_elical_stage2_keeps_training_lora_and_head(model_dir, records_file, tmp
     from elical.train.trainer import train
 
     result = train(config(model_dir, tmp_path, mode="elical", budget=24), [records_file], show_progress=False)
-    assert [s["stage"] for s in result["stages"]] == ["stage1-eli", "stage2-cal"]
-    assert result["stages"][1]["train_size"] + result["stages"][1]["val_size"] == 24
+    assert [s["stage"] for s in result.stages] == ["stage1-eli", "stage2-cal"]
+    assert result.stages[1]["train_size"] + result.stages[1]["val_size"] == 24
     stage1 = load_file(tmp_path / "stage1-eli" / "best" / "adapter_model.safetensors")
     stage2 = load_file(tmp_path / "stage2-cal" / "best" / "adapter_model.safetensors")
     assert stage1.keys() == stage2.keys()
@@ -165,10 +167,10 @@ def test_killed_run_resumes_with_the_same_command(model_dir, records_file, tmp_p
     resumed = train(cfg.model_copy(update={"save_steps": 3, "tokens_per_batch": 256}), [records_file],
                     show_progress=False)
     assert "resuming" in capsys.readouterr().out
-    assert resumed["stages"][0]["steps"] == straight["stages"][0]["steps"]
+    assert resumed.stages[0]["steps"] == straight.stages[0]["steps"]
     for key in ("val_mse", "train_loss"):
-        assert [h[key] for h in resumed["stages"][0]["history"][1:]] == pytest.approx(
-            [h[key] for h in straight["stages"][0]["history"][1:]], abs=1e-6)
+        assert [h[key] for h in resumed.stages[0]["history"][1:]] == pytest.approx(
+            [h[key] for h in straight.stages[0]["history"][1:]], abs=1e-6)
     a = ConfidenceModel.load(tmp_path / "a" / "model", merge=False).lora_parameters()
     b = ConfidenceModel.load(tmp_path / "b" / "model", merge=False).lora_parameters()
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
@@ -181,7 +183,7 @@ def test_head_only_caches_features_and_learns(model_dir, records_file, tmp_path)
     first = train(cfg, [records_file], show_progress=False)
     cached = list((tmp_path / "cache").glob("features-*.safetensors"))
     assert len(cached) == 1
-    history = first["stages"][0]["history"]
+    history = first.stages[0]["history"]
     assert history[0]["epoch"] == 0 and history[-1]["train_loss"] < history[1]["train_loss"]
     stamp = cached[0].stat().st_mtime_ns
     train(cfg.model_copy(update={"output_dir": str(tmp_path)}), [records_file], show_progress=False)

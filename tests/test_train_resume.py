@@ -32,8 +32,8 @@ def test_other_budget_is_refused_then_overwrite_retrains(model_dir, records_file
     assert snapshot(tmp_path) == before  # nothing written, train_config.yaml included
     assert TrainConfig.from_yaml(tmp_path / "train_config.yaml").budget == 20
     second = train(cfg, [records_file], show_progress=False, overwrite=True)
-    stage = second["stages"][0]
-    assert stage["train_size"] + stage["val_size"] == 24 != first["stages"][0]["train_size"] + first["stages"][0]["val_size"]
+    stage = second.stages[0]
+    assert stage["train_size"] + stage["val_size"] == 24 != first.stages[0]["train_size"] + first.stages[0]["val_size"]
     assert TrainConfig.from_yaml(tmp_path / "train_config.yaml").budget == 24
     assert json.loads((tmp_path / "cal-only" / "settings" / "cal-only.json").read_text())["settings"]["budget"] == 24
 
@@ -50,7 +50,7 @@ def test_overwrite_keeps_the_stages_whose_settings_match(model_dir, records_file
     assert "stage2-cal: lr 0.01 → 0.005" in str(refused.value) and "stage1-eli" not in str(refused.value)
     result = train(cfg, [records_file], show_progress=False, overwrite=True)
     assert snapshot(tmp_path / "stage1-eli") == stage1  # stage 1 reused as it was
-    assert result["stages"][1]["stage"] == "stage2-cal"
+    assert result.stages[1]["stage"] == "stage2-cal"
     # a changed stage 1 also changes the stage 2 built on it
     with pytest.raises(SettingsMismatch, match=r"stage1-eli: epochs 1 → 2.*stage2-cal: its input \(start\) changed"):
         train(cfg.model_copy(update={"epochs_stage1": 2}), [records_file], show_progress=False)
@@ -64,38 +64,28 @@ def test_other_mode_in_the_same_folder_is_refused(model_dir, records_file, tmp_p
         train(config(model_dir, tmp_path, mode="eli-only", epochs_stage1=1), [records_file], show_progress=False)
 
 
-def test_every_setting_decides_a_stage_or_is_declared_speed(model_dir, records_file):
-    """A new TrainConfig field must either change the stages' recorded settings or be listed in
-    SPEED_SETTINGS (changes that never block a resume)."""
+def test_every_setting_decides_a_stage_unless_marked_never(model_dir, records_file):
+    """Each TrainConfig field, changed, changes the stages' recorded settings, unless its mark says it never
+    decides outputs (Output.NEVER: then it never blocks a resume); the marks alone decide which."""
     from elical.records import read_records
-    from elical.train.config import SPEED_SETTINGS
+    from elical.settings_contract import Output, mark
     from elical.train.trainer import plan_run, plan_stages
+    from test_settings_contract import another_value
 
     records = read_records([records_file])
-    changed = {"mode": "cal-only", "seed": 1, "head": "mlp", "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.1,
-               "target_modules": ["q_proj"], "qa_template": "Q: {question}", "system_prompt": None, "max_length": 64,
-               "dtype": "bfloat16", "cal_target": "greedy", "head_only_target": "eli", "budget": 20,
-               "val_fraction": 0.2, "loss": "bce", "lr": 1e-3, "lr_stage2": 1e-3, "lr_head_only": 1e-2,
-"weight_decay": 0.0, "warmup_ratio": 0.2, "max_grad_norm": 0.5,
-               "epochs_stage1": 3, "epochs_stage2": 3, "patience": 2, "selection": "best", "selection_z": 1.0,
-               "batch_size": 4, "mixed_precision": "bf16", "stage2": "head"}
-    fields = set(TrainConfig.model_fields)
-    assert fields - SPEED_SETTINGS - {"model"} == set(changed) | {"stage2_mix"}, "list the new setting here and in stage_settings"
 
     def stages(cfg: TrainConfig) -> dict:
-        modes = ["elical", "head-only"] if cfg.mode == "elical" else [cfg.mode]
-        return {m: [s.settings for s in plan_run(c, plan_stages(records, c), records)]
-                for m in modes for c in [cfg.model_copy(update={"mode": m})]}
+        return {(m, s2): [s.settings for s in plan_run(c, plan_stages(records, c), records)]
+                for m, s2 in [("elical", "full"), ("elical", "mixed"), ("head-only", "full"), ("cal-only", "full")]
+                for c in [cfg.model_copy(update={"mode": m, "stage2": s2})]}
 
     base = config(model_dir, "out", budget=24)
     reference = stages(base)
-    for key, value in changed.items():
-        assert stages(base.model_copy(update={key: value})) != reference, key
-    mixed = base.model_copy(update={"stage2": "mixed"})  # stage2_mix decides the mixed recipe only
-    assert stages(mixed.model_copy(update={"stage2_mix": 2.0})) != stages(mixed)
-    for key, value in {"output_dir": "elsewhere", "micro_batch_size": 2, "packing": False, "tokens_per_batch": 64,
-                       "row_length": 64, "compile": True, "attn_implementation": "eager", "save_steps": 9}.items():
-        assert stages(base.model_copy(update={key: value})) == reference, key
+    for name in TrainConfig.model_fields:
+        if name in ("mode", "stage2"):  # the modes and recipes compared
+            continue
+        changed = stages(base.model_copy(update={name: another_value(base, name, dtype="bfloat16", mixed_precision="bf16")}))
+        assert (changed == reference) == (mark(TrainConfig, name) is Output.NEVER), name
 
 
 class Planted:
@@ -206,9 +196,9 @@ def test_init_from_gives_the_full_elical_training_stage2(model_dir, records_file
     cfg = config(model_dir, tmp_path / "reused", mode="elical", **settings)
     reused = train(cfg, [records_file], show_progress=False, init_from=tmp_path / "eli")
     assert not (tmp_path / "reused" / "stage1-eli").exists()  # nothing copied
-    assert [s["stage"] for s in reused["stages"]] == ["stage1-eli", "stage2-cal"]
-    assert reused["stages"][0]["best"] == str(tmp_path / "eli" / "stage1-eli" / "best")
-    assert reused["stages"][1]["history"] == full["stages"][1]["history"]
+    assert [s["stage"] for s in reused.stages] == ["stage1-eli", "stage2-cal"]
+    assert reused.stages[0]["best"] == str(tmp_path / "eli" / "stage1-eli" / "best")
+    assert reused.stages[1]["history"] == full.stages[1]["history"]
     weights = [load_file(tmp_path / run / "model" / "adapter_model.safetensors") for run in ("full", "reused")]
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -14,10 +15,11 @@ if TYPE_CHECKING:
     from elical.model import ConfidenceModel
 
 
+_LAZY = {"ConfidenceModel": "elical.model"}  # name -> the module that defines it (tools/check_imports.py reads it)
+
+
 def __getattr__(name: str) -> Any:
     """Lazy export of :class:`elical.model.ConfidenceModel`, so ``import elical`` stays cheap."""
-    if name == "ConfidenceModel":
-        from elical.model import ConfidenceModel
-
-        return ConfidenceModel
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'elical' has no attribute {name!r}")

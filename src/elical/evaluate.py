@@ -15,61 +15,29 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from elical import metrics
 from elical.confidence import applicable_estimators, score_records
-from elical.inputs import Range, Seed
+from elical.eval_config import (  # noqa: F401  (importable from here, as before)
+    DATASET_GROUPS,
+    GROUP_ORDER,
+    MAX_ALIGNMENT_REPEATS,
+    MAX_ECE_BINS,
+    MAX_RESAMPLES,
+    EvalConfig,
+)
 from elical.model_key import ModelKey
 from elical.predictions import Predictions
 from elical.records import Record
 
-# Dataset name (as in file names) -> evaluation group, after the paper's HonestyBench split.
-DATASET_GROUPS = {
-    **dict.fromkeys(["nq", "tq", "triviaqa", "hq", "hotpotqa", "2wiki", "2wikimultihopqa", "pararel"], "in-domain"),
-    **dict.fromkeys(["squad", "wq", "webquestions", "cwq", "musique", "popqa", "nonambigqa"], "ood"),
-    "mmlu": "mc",
-}
-GROUP_ORDER = ("in-domain", "ood", "mc", "other")
+if TYPE_CHECKING:
+    import pandas as pd
+
 AVERAGE = "average"
 COLUMNS = ["method", "dataset", "group", "metric", "value", "ci_low", "ci_high"]
-
-
-# Upper bounds where each unit is an array slot per question and bootstrap resample: 10**9 exhausts memory.
-MAX_ECE_BINS = 10_000
-MAX_RESAMPLES = 100_000
-MAX_ALIGNMENT_REPEATS = 10_000
-
-
-class EvalConfig(BaseModel):
-    """Settings of an evaluation (the ``evaluate:`` section of a run); written beside its results."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    methods: list[str] | None = None  # training-free baselines to score (None: every one the records support)
-    n_resamples: Annotated[int, Range(1, MAX_RESAMPLES)] = 200
-    level: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.95
-    seed: Seed = 0
-    ece_bins: Annotated[int, Range(1, MAX_ECE_BINS)] = 10
-    ece_strategy: metrics.BinStrategy = "uniform"
-    alignment_repeats: Annotated[int, Range(1, MAX_ALIGNMENT_REPEATS)] = 10
-    alignment_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.2
-    convention: metrics.Convention = "elical"
-    groups: dict[str, str] = Field(default_factory=dict)  # dataset -> group overrides
-    compare: list[tuple[str, str]] = Field(default_factory=list)  # (A, B): report A - B with a paired interval
-
-    @property
-    def ece_name(self) -> str:
-        """ECE's metric name carries its bin count and strategy, so the number never travels without them."""
-        return f"ece@{self.ece_bins}-{self.ece_strategy}" + ("-paper" if self.convention == "paper" else "")
-
-    def group_of(self, dataset: str) -> str:
-        """The evaluation group of a dataset (``groups`` first, then the paper's split)."""
-        return self.groups.get(dataset) or DATASET_GROUPS.get(dataset.lower(), "other")
 
 
 @dataclass
@@ -265,6 +233,8 @@ def evaluate(
 ) -> Evaluation:
     """Score every method on every dataset and group; returns the long metrics table. A dataset's group is
     ``config.groups``' (overrides), else the one its records store, else the paper's split."""
+    import pandas as pd  # here, not at the top: EvalConfig (in every run config) stays light
+
     config = config or EvalConfig()
     config = config.model_copy(update={"groups": {**stored_groups(records), **config.groups}})
     scores, notes, baselines = collect_scores(records, predictions, config)

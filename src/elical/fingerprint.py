@@ -4,8 +4,8 @@ with other settings refuses instead of resuming into (and relabelling) results i
 A step's record is ``<folder>/settings/<step>.json``: the output-determining settings (nested JSON;
 versions of the step's inputs under ``input``), their digest, and the elical version that wrote them
 (informational, never compared). Settings that do not change the output (batch size, device, progress
-display, concurrency, shard index) are left out by the step that builds the mapping, so changing them
-never blocks a resume.
+display, concurrency, shard index) are marked on their config fields and left out of the mapping
+(elical.settings_contract), so changing them never blocks a resume.
 """
 
 from __future__ import annotations

@@ -30,14 +30,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
 from elical.inputs import InputError
-
-if TYPE_CHECKING:
-    from elical.records import Record
 
 Decision = Literal["answer", "abstain", "retrieve"]
 Values = Sequence[float] | Sequence[bool] | np.ndarray
@@ -229,49 +226,3 @@ def load_gate(folder: str | os.PathLike) -> Gate | None:
         return TypeAdapter(Gate).validate_python(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, ValidationError) as err:
         raise InputError(f"{path}: not a valid gate file: {one_line(err)}") from None
-
-
-def _correctness(records: Sequence[Record], source: str) -> list[bool]:
-    """Each record's greedy correctness; records without one are an InputError."""
-    missing = [r.id for r in records if r.greedy_correct is None]
-    if missing:
-        raise InputError(f"{source}: {len(missing)} of {len(records)} records have no greedy_correct "
-                         f"(the gate needs the correctness of the greedy answer), e.g. {missing[0]!r}")
-    return [bool(r.greedy_correct) for r in records]
-
-
-def fit_gate_files(
-    model_dir: str | os.PathLike,
-    records: Sequence[str | os.PathLike],
-    objective: str,
-    retrieved: Sequence[str | os.PathLike] = (),
-    device: str = "auto",
-) -> tuple[Gate, Path]:
-    """Score labelled validation records with the model in ``model_dir`` (as ``elical serve`` scores a
-    question), choose the gate by ``objective`` and save it there. ``retrieved``: records of the same
-    questions answered after retrieval (their greedy correctness prices the retrieval band)."""
-    from elical.model import ConfidenceModel
-    from elical.model_folder import find_model_folder
-    from elical.records import read_records
-
-    goal = parse_objective(objective)
-    if retrieved and goal.kind != "costs":
-        raise InputError("--retrieved-records: only the costs objective prices retrieval (costs:wrong=..,retrieve=..)")
-    source = ", ".join(map(str, records))
-    validation = read_records(list(records))
-    if not validation:
-        raise InputError(f"{source}: no validation records")
-    correct = _correctness(validation, source)
-    after = None
-    if retrieved:
-        by_id = {r.id: r for r in read_records(list(retrieved))}
-        missing = [r.id for r in validation if r.id not in by_id]
-        if missing:
-            raise InputError(f"--retrieved-records: {len(missing)} validation question(s) have no record there, "
-                             f"e.g. {missing[0]!r}")
-        after = _correctness([by_id[r.id] for r in validation], "--retrieved-records")
-    folder = find_model_folder(model_dir)
-    model = ConfidenceModel.from_pretrained(folder, device=device)
-    confidence = model.confidence([r.question for r in validation])
-    gate = choose_gate(confidence, correct, objective, after)
-    return gate, save_gate(gate, folder)

@@ -50,6 +50,7 @@ from elical.model_folder import (
 )
 from elical.model_settings import HeadKind, ModelConfig  # ModelConfig: also importable from here
 from elical.packed_mask import packed_attention_mask
+from elical.train.inference import predict_prompts
 
 if TYPE_CHECKING:
     from elical.gate import Gate
@@ -230,8 +231,6 @@ class ConfidenceModel(nn.Module):
         Questions are rendered with the saved QA prompt and run in packed batches of about
         ``batch_tokens`` tokens: the same numbers as ``elical predict``.
         """
-        from elical.train.predict import predict_prompts
-
         if isinstance(questions, str):
             raise TypeError("confidence() takes a list of questions, not one string")
         prompts = [qa_prompt(self.tokenizer, q, self.config) for q in questions]

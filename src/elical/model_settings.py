@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from elical.inputs import Range
 from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT  # the paper's QA prompt
+from elical.settings_contract import Output
 
 HeadKind = Literal["linear", "mlp"]
 
@@ -19,13 +20,13 @@ class ModelFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     head: HeadKind = "linear"
-    lora_r: Annotated[int, Range(1)] = 8
-    lora_alpha: Annotated[int, Range(1)] = 16  # LoRA's update is scaled by alpha / r: 0 would switch it off
-    lora_dropout: Annotated[float, Range(0, 1, high_open=True)] = 0.0
-    target_modules: str | list[str] = "all-linear"
+    lora_r: Annotated[int, Range(1), Output.LORA] = 8
+    lora_alpha: Annotated[int, Range(1), Output.LORA] = 16  # LoRA's update is scaled by alpha / r: 0 would switch it off
+    lora_dropout: Annotated[float, Range(0, 1, high_open=True), Output.LORA] = 0.0
+    target_modules: Annotated[str | list[str], Output.LORA] = "all-linear"
     max_length: Annotated[int, Range(1)] = 512
-    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
-    attn_implementation: str = "sdpa"
+    dtype: Annotated[str, Output.PER_STAGE] = "auto"  # auto: bfloat16 on GPU, float32 on CPU
+    attn_implementation: Annotated[str, Output.NEVER] = "sdpa"  # the attention kernel: the same sums, reordered
 
 
 class PromptFields(BaseModel):

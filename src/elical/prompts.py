@@ -5,6 +5,8 @@ comes from here. A leaf module (it imports nothing from elical), so any module m
 pulling in the annotation code.
 """
 
+from typing import Literal
+
 SYSTEM_PROMPT = "You are a helpful assistant."
 QA_TEMPLATE = "Answer the following question.\nQuestion: {question}"
 # The short-answer prompt of open-QA evaluations (lm-evaluation-harness's nq_open / triviaqa style): three
@@ -18,6 +20,7 @@ SHORT_QA_TEMPLATE = (
     "Q: {question}\nA:"
 )
 # Answering prompts by name: `annotate.prompts.qa: short` (or `--prompt short`) picks a template.
+QAStyle = Literal["paper", "short"]  # the names of QA_STYLES (the command line's --prompt choices)
 QA_STYLES = {"paper": QA_TEMPLATE, "short": SHORT_QA_TEMPLATE}
 MC_TEMPLATE = (
     "Select the correct answer to the following question based on your internal knowledge.\n"

@@ -10,29 +10,33 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from elical.annotate.backends.base import PAPER_SAMPLING, GenerationSettings
 from elical.annotate.backends.vllm import VLLMSettings
 from elical.annotate.consistency import ANSWER_THRESHOLD
-from elical.annotate.judges import judge_version
 from elical.annotate.prompts import PromptConfig
-from elical.annotate.ray_engine import RaySettings
+from elical.choices import BackendName, ConsistencyJudgeKind, CorrectnessJudgeKind, Engine
 from elical.data.items import parse_shard
 from elical.inputs import Device, Distinct, Range, Seed
+from elical.judge_registry import DEFAULT_JUDGE
 from elical.records.record import verbal_kind
 from elical.redact import MASK, redact
+from elical.settings_contract import Output, output_settings
 from elical.yaml_config import YamlConfig
 
-CorrectnessJudgeKind = Literal["match", "mention", "exact", "paper", "embedding", "llm", "cascade"]
-ConsistencyJudgeKind = Literal["answer", "match", "mention", "exact", "embedding", "llm", "cascade"]
-# Settings of how, not what, is annotated (a rerun may change them and resume): where the model runs
-# (device, server address and key), speed (batch_size, shared_prefix, concurrency), shard files (chunk_size,
-# chunk_seconds), timeouts, retries, the shard index and the engine (local or Ray, and vLLM's engine settings).
-RESUMABLE = {"device", "base_url", "api_key_env", "batch_size", "shared_prefix", "fast_decode",
-             "chunk_size", "chunk_seconds", "concurrency", "connect_timeout", "read_timeout", "retries", "shard",
-             "engine", "ray", "vllm"}
-# Decoding options that are recorded when on: fast_decode samples from the same distribution as generate
-# but draws other samples, so a folder annotated with it is not resumed without it (nor the reverse); off,
-# they leave fingerprints as before.
-RECORDED_WHEN_ON = ("fast_decode",)
+# Settings of how, not what, is annotated are marked Output.NEVER (a rerun may change them and resume): where the
+# model runs (device, server address and key), speed (batch_size, shared_prefix, concurrency), shard files
+# (chunk_size, chunk_seconds), timeouts, retries, the shard index and the engine (local or Ray, and vLLM's engine
+# settings); the judges' batch size and cache likewise.
 REMOVED = {"static_cache": "fast_decode", "compile_decode": "fast_decode"}
-RESUMABLE_JUDGE = {"batch_size", "cache"}
+
+
+class RaySettings(BaseModel):
+    """Settings of the Ray engine (``ray:`` in an annotate config)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: str | None = None  # "auto" or ray://host:10001: an existing cluster; None: start a local one
+    num_cpus: Annotated[int, Range(1)] | None = None  # CPUs of the local cluster (None: all of this machine's)
+    workers: Annotated[int, Range(1)] | None = None  # actors, one model each (None: one per GPU, else one per CPU)
+    shards: Annotated[int, Range(1)] | None = None  # None: the count already on disk, else workers x 4
+    max_retries: Annotated[int, Range(0)] = 3  # reruns of a shard whose worker died
 
 
 class JudgeConfig(BaseModel):
@@ -48,14 +52,14 @@ class JudgeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    correctness: CorrectnessJudgeKind = "match"
-    consistency: ConsistencyJudgeKind = "answer"
+    correctness: CorrectnessJudgeKind = DEFAULT_JUDGE["correctness"]  # "match" (elical.judge_registry)
+    consistency: ConsistencyJudgeKind = DEFAULT_JUDGE["consistency"]  # "answer"
     llm_model: str | None = None  # judge model for `llm`/`cascade` (path, alias); None = the answering model
     embedding_model: str | None = None  # None = the packaged all-MiniLM-L6-v2 (`embedding` and `answer`)
     embedding_threshold: Annotated[float, Range(0, 1)] = 0.8  # `embedding`: cosine of the whole texts
     answer_threshold: Annotated[float, Range(0, 1)] = ANSWER_THRESHOLD  # `answer`: cosine of what differs
-    batch_size: Annotated[int, Range(1)] = 32
-    cache: bool = True  # cache judgements on disk (out_dir/judge_cache.sqlite)
+    batch_size: Annotated[int, Range(1), Output.NEVER] = 32
+    cache: Annotated[bool, Output.NEVER] = True  # cache judgements on disk (out_dir/judge_cache.sqlite)
 
 
 class AnnotateConfig(YamlConfig):
@@ -66,17 +70,18 @@ class AnnotateConfig(YamlConfig):
     yaml_section: ClassVar[str | None] = "annotate"  # a run file holds these settings under `annotate:`
 
     model: str = "smollm2"
-    backend: Literal["hf", "openai", "vllm"] = "hf"
+    backend: BackendName = "hf"
     # openai backend: e.g. http://127.0.0.1:8000/v1, or a list of servers to spread requests over (user:password@ is
     # redacted when saved)
-    base_url: str | list[str] | None = None
+    base_url: Annotated[str | list[str] | None, Output.NEVER] = None
     # openai backend: the environment variable holding the API key (None: OPENAI_API_KEY when set); never the key
-    api_key_env: str | None = None
-    concurrency: Annotated[int, Range(1)] = 8  # openai backend: requests in flight on each server
-    connect_timeout: Annotated[float, Range(0, low_open=True)] = 10.0  # openai backend: seconds to connect
-    read_timeout: Annotated[float, Range(0, low_open=True)] = 120.0  # openai backend: seconds to wait for an answer
+    api_key_env: Annotated[str | None, Output.NEVER] = None
+    concurrency: Annotated[int, Range(1), Output.NEVER] = 8  # openai backend: requests in flight on each server
+    connect_timeout: Annotated[float, Range(0, low_open=True), Output.NEVER] = 10.0  # openai backend: seconds to connect
+    # openai backend: seconds to wait for an answer
+    read_timeout: Annotated[float, Range(0, low_open=True), Output.NEVER] = 120.0
     dtype: str = "auto"
-    device: Device = "auto"
+    device: Annotated[Device, Output.NEVER] = "auto"
     k: Annotated[int, Range(0, note="0: greedy answers only")] = PAPER_SAMPLING.n
     temperature: Annotated[float, Range(0, low_open=True)] = PAPER_SAMPLING.temperature
     top_p: Annotated[float, Range(0, 1, low_open=True)] = PAPER_SAMPLING.top_p
@@ -84,17 +89,23 @@ class AnnotateConfig(YamlConfig):
     max_new_tokens: Annotated[int, Range(1)] = PAPER_SAMPLING.max_new_tokens
     repetition_penalty: Annotated[float, Range(0, low_open=True, note="1.0: none")] = PAPER_SAMPLING.repetition_penalty
     seed: Seed = 0
-    batch_size: Annotated[int, Range(1)] = 64  # sequences per generate call (HF); prompts per call = batch_size // k
-    shared_prefix: bool = True
-    fast_decode: bool = False  # hf backend: elical's decoding loop (fixed-shape buffers; CUDA graphs on a GPU)
-    chunk_size: Annotated[int, Range(1)] = 256  # questions per output shard file
+    # sequences per generate call (HF); prompts per call = batch_size // k
+    batch_size: Annotated[int, Range(1), Output.NEVER] = 64
+    shared_prefix: Annotated[bool, Output.NEVER] = True
+    # hf backend: elical's decoding loop (fixed-shape buffers; CUDA graphs on a GPU). It samples from the same
+    # distribution as generate but draws other samples, so a folder annotated with it is not resumed without it
+    # (nor the reverse); off, it leaves fingerprints as before.
+    fast_decode: Annotated[bool, Output.WHEN_ON] = False
+    chunk_size: Annotated[int, Range(1), Output.NEVER] = 256  # questions per output shard file
     # ... or fewer: a chunk is written once it has run this long, so a kill loses at most about this much work
-    chunk_seconds: Annotated[float, Range(0, low_open=True)] = 180.0
-    retries: Annotated[int, Range(0)] = 2
-    shard: str = "0/1"
-    engine: Literal["local", "ray"] = "local"  # ray: every shard on Ray workers (elical.annotate.ray_engine)
-    ray: RaySettings = Field(default_factory=RaySettings)
-    vllm: VLLMSettings = Field(default_factory=VLLMSettings)  # vllm backend: the engine's settings
+    chunk_seconds: Annotated[float, Range(0, low_open=True), Output.NEVER] = 180.0
+    retries: Annotated[int, Range(0), Output.NEVER] = 2
+    shard: Annotated[str, Output.NEVER] = "0/1"
+    # ray: every shard on Ray workers (elical.annotate.ray_engine)
+    engine: Annotated[Engine, Output.NEVER] = "local"
+    ray: Annotated[RaySettings, Output.NEVER] = Field(default_factory=RaySettings)
+    # vllm backend: the engine's settings
+    vllm: Annotated[VLLMSettings, Output.NEVER] = Field(default_factory=VLLMSettings)
     verbal: Annotated[list[Literal["verbal-0", "verbal-10"]], Distinct(min_items=0)] = Field(
         default_factory=list, description="verbalized-confidence prompts to ask (verbal-0, verbal-10; 'verbal0' also accepted)")
     verbal_examples: str | None = None  # records file of a split that is NOT evaluated (for Verbal-10)
@@ -161,9 +172,9 @@ class AnnotateConfig(YamlConfig):
     def output_settings(self) -> dict[str, Any]:
         """The settings that decide the records (an annotation folder's fingerprint): every one but
         those that change how, not what, is annotated, so changing these never blocks a resume."""
-        data = self.model_dump(mode="json", exclude=RESUMABLE)
-        data.update({name: True for name in RECORDED_WHEN_ON if getattr(self, name)})
-        data["judges"] = {k: v for k, v in data["judges"].items() if k not in RESUMABLE_JUDGE}
+        from elical.annotate.judges import judge_version  # the judges' rules: only here, a config stays light
+
+        data = output_settings(self)  # the fields marked Output.NEVER left out, fast_decode only when on
         data["judges"]["versions"] = {"correctness": judge_version(self.judges.correctness),
                                       "consistency": judge_version(self.judges.consistency)}
         return data

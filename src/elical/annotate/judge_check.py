@@ -23,6 +23,7 @@ from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_factory import judge_maker
 from elical.annotate.judge_models import AnswerJudge, cosine_pairs
 from elical.annotate.judges import Judge, JudgeQuery, Task
+from elical.judge_registry import BOTH, checked_judges
 from elical.records import iter_json_objects
 
 ALL = "all"
@@ -138,15 +139,14 @@ def threshold_report(pairs: Sequence[Pair], judge: AnswerJudge) -> str:
     )
 
 
-DEFAULT_JUDGES: dict[str, tuple[str, ...]] = {
-    "correctness": ("match", "mention", "exact", "paper", "embedding"),
-    "consistency": ("answer", "match", "exact", "embedding"),
-}
+# the offline judges of each task (elical.judge_registry's `checked`), scored when none is named
+DEFAULT_JUDGES: dict[str, tuple[str, ...]] = {task: checked_judges(task) for task in BOTH}
 
 
 def check_judges(
     path: str | Path,
     config: AnnotateConfig,
+    *,
     names: Sequence[str] | None = None,
     with_llm: bool = False,
     fit: bool = False,

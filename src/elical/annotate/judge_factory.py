@@ -7,14 +7,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from elical.annotate.config import AnnotateConfig, JudgeConfig
+from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_front import OfflineFront
-from elical.annotate.judges import CachedJudge, CascadeJudge, ExactJudge, Judge, JudgeCache, MatchJudge, MentionJudge
+from elical.annotate.judges import (
+    CachedJudge,
+    CascadeJudge,
+    ExactJudge,
+    Judge,
+    JudgeCache,
+    Judges,
+    MatchJudge,
+    MentionJudge,
+)
+from elical.judge_registry import judge_names
 
 if TYPE_CHECKING:
     from elical.annotate.judge_models import AnswerJudge
 
-JUDGE_NAMES = ("match", "mention", "exact", "paper", "answer", "embedding", "llm", "cascade")
+JUDGE_NAMES = judge_names()  # every judge of elical.judge_registry, in its order
 
 
 def _llm_judge(config: AnnotateConfig, backend: Any) -> Judge:
@@ -40,39 +50,51 @@ def _answer_or_none(make: Callable[[str], Judge]) -> AnswerJudge | None:
         return None
 
 
+# How each judge of the registry is built: (the annotate settings, a backend whose model the llm judge may use,
+# the maker, for judges built from other judges) -> the judge. One builder per elical.judge_registry entry.
+Builder = Callable[[AnnotateConfig, Any, Callable[[str], Judge]], Judge]
+
+
+def _paper(config: AnnotateConfig, backend: Any, make: Callable[[str], Judge]) -> Judge:
+    from elical.annotate.paper_judge import PaperJudge
+
+    return PaperJudge()
+
+
+def _answer(config: AnnotateConfig, backend: Any, make: Callable[[str], Judge]) -> Judge:
+    from elical.annotate.judge_models import AnswerJudge
+
+    return AnswerJudge(config.judges.embedding_model, config.judges.answer_threshold)
+
+
+def _embedding(config: AnnotateConfig, backend: Any, make: Callable[[str], Judge]) -> Judge:
+    from elical.annotate.judge_models import EmbeddingJudge
+
+    return EmbeddingJudge(config.judges.embedding_model, config.judges.embedding_threshold)
+
+
+BUILDERS: dict[str, Builder] = {
+    "match": lambda config, backend, make: MatchJudge(),
+    "mention": lambda config, backend, make: MentionJudge(),
+    "exact": lambda config, backend, make: ExactJudge(),
+    "paper": _paper,
+    "answer": _answer,
+    "embedding": _embedding,
+    "llm": lambda config, backend, make: _llm_judge(config, backend),
+    "cascade": lambda config, backend, make: CascadeJudge(make("llm"), OfflineFront(_answer_or_none(make))),
+}
+
+
 def judge_maker(config: AnnotateConfig, backend: Any = None) -> Callable[[str], Judge]:
     """A function that builds the judge of a name (see :data:`JUDGE_NAMES`) once and reuses it."""
     built: dict[str, Judge] = {}
-    settings: JudgeConfig = config.judges
 
     def make(kind: str) -> Judge:
         if kind in built:
             return built[kind]
-        if kind == "match":
-            judge: Judge = MatchJudge()
-        elif kind == "mention":
-            judge = MentionJudge()
-        elif kind == "exact":
-            judge = ExactJudge()
-        elif kind == "paper":
-            from elical.annotate.paper_judge import PaperJudge
-
-            judge = PaperJudge()
-        elif kind == "answer":
-            from elical.annotate.judge_models import AnswerJudge
-
-            judge = AnswerJudge(settings.embedding_model, settings.answer_threshold)
-        elif kind == "embedding":
-            from elical.annotate.judge_models import EmbeddingJudge
-
-            judge = EmbeddingJudge(settings.embedding_model, settings.embedding_threshold)
-        elif kind == "llm":
-            judge = _llm_judge(config, backend)
-        elif kind == "cascade":
-            judge = CascadeJudge(make("llm"), OfflineFront(_answer_or_none(make)))
-        else:
+        if kind not in JUDGE_NAMES or kind not in BUILDERS:
             raise ValueError(f"unknown judge {kind!r} (expected one of {', '.join(JUDGE_NAMES)})")
-        built[kind] = judge
+        built[kind] = judge = BUILDERS[kind](config, backend, make)
         return judge
 
     return make
@@ -80,8 +102,6 @@ def judge_maker(config: AnnotateConfig, backend: Any = None) -> Callable[[str], 
 
 def build_judges(config: AnnotateConfig, backend: Any = None, out_dir: str | Path | None = None):
     """The two judges of the config, each wrapped in dedup + the run folder's on-disk cache."""
-    from elical.annotate.pipeline import Judges
-
     cache = JudgeCache(Path(out_dir) / "judge_cache.sqlite") if out_dir is not None and config.judges.cache else None
     make = judge_maker(config, backend)
     return Judges(CachedJudge(make(config.judges.correctness), cache), CachedJudge(make(config.judges.consistency), cache))

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from elical.annotate.assertion import compare_assertions
 from elical.annotate.consistency import ANSWER_THRESHOLD, Comparison
-from elical.annotate.judges import Judge, JudgeQuery, choice_decision, judge_version
+from elical.annotate.judges import Judge, JudgeQuery, compare_query, judge_version
 from elical.annotate.prompts import PromptConfig, chat
 
 
@@ -66,16 +65,6 @@ class EmbeddingJudge(Judge):
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
         return [s >= self.threshold for s in self.similarities(queries)] if queries else []
-
-
-def compare_query(query: JudgeQuery) -> Comparison:
-    """The answer judge's rules on one consistency query: option letters for multiple choice (no
-    letter picked: different), else :func:`~elical.annotate.assertion.compare_assertions`."""
-    if query.task != "consistency":
-        raise ValueError("the answer judge decides consistency; correctness has the match judge")
-    if query.choices:
-        return Comparison(bool(choice_decision(query)))
-    return compare_assertions(query.question, query.answer, query.references[0]) if query.references else Comparison(False)
 
 
 class AnswerJudge(Judge):

@@ -18,10 +18,10 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from elical.annotate.assertion import asserts_gold, compare_assertions
-from elical.annotate.consistency import FUNCTION_WORDS, compare_answers
+from elical.annotate.consistency import FUNCTION_WORDS, Comparison, compare_answers
 from elical.annotate.text import (
     Token,
     alias_tokens,
@@ -32,8 +32,10 @@ from elical.annotate.text import (
     tokenize,
 )
 from elical.data.items import CHOICE_LETTERS
+from elical.judge_registry import JUDGES, Task
 
-Task = Literal["correctness", "consistency"]
+if TYPE_CHECKING:
+    from elical.annotate.judge_models import AnswerJudge
 
 
 @dataclass(frozen=True)
@@ -139,10 +141,10 @@ class Judge(abc.ABC):
         return self.judge_batch([JudgeQuery(task, question, answer, refs)])[0]
 
 
-# The version of each judge kind's rules. Bump one when its decisions change: it is part of the judge's
-# name (so of every cache key) and of an annotation folder's settings record, so a folder labelled by
-# the old rules is refused on resume instead of mixing two judges' labels.
-JUDGE_VERSIONS = {"match": 6, "mention": 3, "exact": 4, "paper": 1, "answer": 5, "embedding": 2, "llm": 1, "cascade": 6}
+# The version of each judge kind's rules (declared in elical.judge_registry; bump it there when a judge's decisions
+# change): it is part of the judge's name (so of every cache key) and of an annotation folder's settings record,
+# so a folder labelled by the old rules is refused on resume instead of mixing two judges' labels.
+JUDGE_VERSIONS = {name: spec.version for name, spec in JUDGES.items()}
 
 
 def judge_version(kind: str) -> str:
@@ -152,6 +154,16 @@ def judge_version(kind: str) -> str:
     if kind != "cascade":
         return version
     return f"{version}({'+'.join(judge_version(k) for k in ('match', 'answer', 'llm'))})"
+
+
+def compare_query(query: JudgeQuery) -> Comparison:
+    """The answer judge's rules on one consistency query: option letters for multiple choice (no
+    letter picked: different), else :func:`~elical.annotate.assertion.compare_assertions`."""
+    if query.task != "consistency":
+        raise ValueError("the answer judge decides consistency; correctness has the match judge")
+    if query.choices:
+        return Comparison(bool(choice_decision(query)))
+    return compare_assertions(query.question, query.answer, query.references[0]) if query.references else Comparison(False)
 
 
 class MatchJudge(Judge):
@@ -248,14 +260,76 @@ class Front(Protocol):
     def decide(self, queries: Sequence[JudgeQuery]) -> list[bool | None]: ...
 
 
+# The offline front of the cascade judge (see elical.annotate.judge_front's docstring for its rules).
+LONG_ANSWER = 12  # tokens above which a found alias goes to the LLM (the most with no error on the pair file)
+BAND = 0.1  # half-width of the answer judge's uncertainty band, in cosine similarity
+_MATCH = MatchJudge()
+
+
+def near_spelling(answer: Sequence[str], gold: Sequence[str]) -> bool:
+    """An answer word that begins with all but the last letter of a gold word of 4+ letters and is
+    not that word ("African" / "Africa", "Kenyan" / "Kenya"): an inflection a match rule misses."""
+    return any(len(g) >= 4 and a != g and a[: len(g) - 1] == g[: len(g) - 1] for a in answer for g in gold)
+
+
+def correctness_decision(query: JudgeQuery, long_answer: int = LONG_ANSWER) -> bool | None:
+    """The correctness front's decision of one query, None where the LLM should decide."""
+    if query.choices:
+        return bool(choice_decision(query))
+    if _MATCH.sure(query):
+        return None if len(tokenize(query.answer)) > long_answer else True
+    answer = {t.text for t in tokenize(query.answer)}
+    gold = {t.text for ref in query.references for t in alias_tokens(ref)}
+    return None if answer & gold or near_spelling(sorted(answer), sorted(gold)) else False
+
+
+def banded(similarity: float, low: float, high: float) -> bool | None:
+    """Same (True) at or above ``high``, different (False) at or below ``low``, None in between."""
+    return True if similarity >= high else False if similarity <= low else None
+
+
+class OfflineFront:
+    """Decides what it can offline (see the module docstring); ``name`` records its rules and settings."""
+
+    def __init__(self, answer: AnswerJudge | None = None, long_answer: int = LONG_ANSWER, band: float = BAND):
+        if long_answer < 1 or not 0.0 <= band <= 1.0:
+            raise ValueError(f"long_answer must be at least 1 and band within [0, 1], got {long_answer} and {band}")
+        self.answer = answer
+        self.long_answer = long_answer
+        self.band = band
+        consistency = f"{answer.name},band={band:g}" if answer is not None else "answer-rules"
+        self.name = f"{MatchJudge.name},long={long_answer}+{consistency}"
+
+    def edges(self) -> tuple[float, float] | None:
+        """The band's (low, high) similarity edges; None without an embedding model."""
+        if self.answer is None:
+            return None
+        return self.answer.threshold - self.band, self.answer.threshold + self.band
+
+    def decide(self, queries: Sequence[JudgeQuery]) -> list[bool | None]:
+        """One decision per query, None where the LLM should decide."""
+        out: list[bool | None] = [None] * len(queries)
+        consistency = [i for i, q in enumerate(queries) if q.task == "consistency"]
+        for i, q in enumerate(queries):
+            if q.task == "correctness":
+                out[i] = correctness_decision(q, self.long_answer)
+        found = [compare_query(queries[i]) for i in consistency]
+        edges = self.edges()
+        sims = self.answer.open_similarities(found) if self.answer is not None else [None] * len(found)
+        for i, comparison, sim in zip(consistency, found, sims):
+            if comparison.decision is not None:
+                out[i] = comparison.decision
+            elif sim is not None and edges is not None:
+                out[i] = banded(sim, *edges)
+        return out
+
+
 class CascadeJudge(Judge):
-    """An offline front decides what it can (by default :class:`~elical.annotate.judge_front.OfflineFront`
+    """An offline front decides what it can (by default :class:`OfflineFront`
     without embeddings); the (LLM) judge behind it decides the rest."""
 
     def __init__(self, fallback: Judge, front: Front | None = None):
         if front is None:
-            from elical.annotate.judge_front import OfflineFront  # it builds on this module
-
             front = OfflineFront()
         self.front = front
         self.fallback = fallback
@@ -345,4 +419,22 @@ class CachedJudge(Judge):
         if isinstance(self.inner, CascadeJudge):
             out["cascade_saved"] = self.inner.stats.cascade_saved
             out["computed"] = self.inner.stats.computed
+        return out
+
+
+@dataclass
+class Judges:
+    """The judge of correctness (answer vs gold) and of consistency (sample vs greedy answer)."""
+
+    correctness: Judge
+    consistency: Judge
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for task, judge in (("correctness", self.correctness), ("consistency", self.consistency)):
+            stats = getattr(judge, "stats", None)
+            if isinstance(judge, CachedJudge):
+                out[task] = judge.all_stats()
+            elif isinstance(stats, JudgeStats):
+                out[task] = stats.as_dict()
         return out

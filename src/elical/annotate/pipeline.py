@@ -34,7 +34,7 @@ from elical.annotate.backends.base import (
     group,
 )
 from elical.annotate.config import AnnotateConfig
-from elical.annotate.judges import CachedJudge, Judge, JudgeQuery, JudgeStats
+from elical.annotate.judges import Judge, JudgeQuery, Judges  # Judges: importable here too
 from elical.annotate.progress import annotate_progress
 from elical.annotate.prompts import qa_prompt, verbal_prompt
 from elical.annotate.verbal import load_verbal_examples
@@ -43,24 +43,6 @@ from elical.fingerprint import check_or_write_settings, path_version
 from elical.folder_lock import folder_lock
 from elical.inputs import InputError
 from elical.records import Record, atomic_write, read_parquet, write_parquet
-
-
-@dataclass
-class Judges:
-    """The judge of correctness (answer vs gold) and of consistency (sample vs greedy answer)."""
-
-    correctness: Judge
-    consistency: Judge
-
-    def stats(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for task, judge in (("correctness", self.correctness), ("consistency", self.consistency)):
-            stats = getattr(judge, "stats", None)
-            if isinstance(judge, CachedJudge):
-                out[task] = judge.all_stats()
-            elif isinstance(stats, JudgeStats):
-                out[task] = stats.as_dict()
-        return out
 
 
 def _versions() -> dict[str, str]:

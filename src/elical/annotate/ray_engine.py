@@ -16,11 +16,10 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
-
-from elical.inputs import InputError, Range
+from elical.annotate.config import RaySettings
+from elical.inputs import InputError
 
 if TYPE_CHECKING:
     from elical.annotate.config import AnnotateConfig
@@ -30,23 +29,11 @@ if TYPE_CHECKING:
 SHARDS_PER_WORKER = 4  # default shards per worker: a slow or restarted worker holds up a quarter of its share
 
 
-class RaySettings(BaseModel):
-    """Settings of the Ray engine (``ray:`` in an annotate config)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    address: str | None = None  # "auto" or ray://host:10001: an existing cluster; None: start a local one
-    num_cpus: Annotated[int, Range(1)] | None = None  # CPUs of the local cluster (None: all of this machine's)
-    workers: Annotated[int, Range(1)] | None = None  # actors, one model each (None: one per GPU, else one per CPU)
-    shards: Annotated[int, Range(1)] | None = None  # None: the count already on disk, else workers x 4
-    max_retries: Annotated[int, Range(0)] = 3  # reruns of a shard whose worker died
-
-
 class ShardWorker:
     """A Ray actor's state: the backend (the model) built once from the config, used for every shard."""
 
     def __init__(self, config: AnnotateConfig) -> None:
-        from elical.annotate.run import build_backend
+        from elical.annotate.backends.build import build_backend
 
         self.config = config
         self.backend = build_backend(config)

@@ -2,48 +2,17 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from elical.annotate.backends.base import Backend
+from elical.annotate.backends.build import api_key, build_backend
 from elical.annotate.config import AnnotateConfig
-from elical.inputs import InputError
 from elical.records import Record
 
 
-def build_backend(config: AnnotateConfig) -> Backend:
-    """The generation backend the config names (HF and vLLM load the model; openai needs base_url)."""
-    if config.backend == "hf":
-        from elical.annotate.backends.hf import HFBackend
-
-        return HFBackend.from_pretrained(
-            config.model, dtype=config.dtype, device=config.device, batch_size=config.batch_size, shared_prefix=config.shared_prefix,
-            fast_decode=config.fast_decode,
-        )
-    if config.backend == "openai":
-        from elical.annotate.backends.openai import OpenAIBackend
-
-        return OpenAIBackend(config.base_url or [], config.model, api_key=api_key(config), concurrency=config.concurrency,
-                             connect_timeout=config.connect_timeout, read_timeout=config.read_timeout)
-    from elical.annotate.backends.vllm import VLLMBackend
-
-    return VLLMBackend.from_pretrained(config.model, dtype=config.dtype, settings=config.vllm)
-
-
-def api_key(config: AnnotateConfig, environ: Mapping[str, str] = os.environ) -> str | None:
-    """The openai backend's API key, from the variable ``config.api_key_env`` names (which must be set)
-    or else from OPENAI_API_KEY when set; configs name the variable, never hold the key."""
-    if config.api_key_env is None:
-        return environ.get("OPENAI_API_KEY") or None
-    if not environ.get(config.api_key_env):
-        raise InputError(f"api_key_env: the environment variable {config.api_key_env} is not set")
-    return environ[config.api_key_env]
-
-
 def annotate_sources(
-    sources: Sequence[str | Path], config: AnnotateConfig, out_dir: str | Path, limit: int | None = None,
+    sources: Sequence[str | Path], config: AnnotateConfig, out_dir: str | Path, *, limit: int | None = None,
     overwrite: bool = False,
 ) -> list[Record]:
     """Load the QA sources (``limit``: the first n questions of each dataset), build the backend and judges,

@@ -28,15 +28,23 @@ from pathlib import Path
 from typing import Any
 
 from elical.audit.page import sheet_key, write_page
-from elical.audit.sample import CATEGORIES, TASKS, draw_sheet, write_sheet
+from elical.audit.sample import (  # the folder's names and judges_found: importable here too
+    CATEGORIES,
+    PAGE,
+    QUALITY,
+    SETTINGS,
+    SHEET,
+    TASKS,
+    UNKNOWN_JUDGE,
+    draw_sheet,
+    judges_found,
+    write_sheet,
+)
 from elical.audit.score import Labelled, quality_table, weighted_auroc
 from elical.inputs import InputError, check_output
 from elical.records import Record, atomic_write, iter_json_objects, read_records
+from elical.run.folder import RunFolder
 
-AUDIT_DIR = "audit"
-SHEET, PAGE, SETTINGS = "sheet.jsonl", "label.html", "audit.json"
-QUALITY = "quality"  # quality.md, quality.html, quality.json
-UNKNOWN_JUDGE = "unknown (not recorded)"
 NO_CATEGORY = "none"
 SHEET_FIELDS = ("item", "task", "record_id", "dataset", "split", "decision", "stratum", "weight")
 
@@ -57,7 +65,8 @@ class AuditSource:
 
 def run_record_files(folder: Path) -> tuple[Path, Path]:
     """A run folder's calibration pool and evaluated records."""
-    return folder / "records" / "train.parquet", folder / "records" / "eval.parquet"
+    run = RunFolder(folder)
+    return run.pool, run.evaluation_records
 
 
 def is_run_folder(path: Path) -> bool:
@@ -83,25 +92,11 @@ def read_source(paths: Sequence[PathLike]) -> AuditSource:
         if path.is_dir() and (path / SHEET).exists():
             raise InputError(f"{path}: is an audit folder (it holds {SHEET}), not records; pass the run folder or "
                              "the record files")
-        if path.is_dir() and ((path / "config.yaml").is_file() or (path / "records").is_dir()):
+        if path.is_dir() and (RunFolder(path).config.is_file() or RunFolder(path).records.is_dir()):
             missing = [p.name for p in run_record_files(path) if not p.is_file()]
             raise InputError(f"{path}: a run folder without records/{' and records/'.join(missing)} (has its "
                              "annotation finished?)")
     return AuditSource(read_records(given), given)
-
-
-def judges_found(records: Sequence[Record], tasks: Sequence[str] = TASKS) -> dict[str, Counter[str]]:
-    """Per task, how many judged records name each judge (records.generation["judges"])."""
-    found: dict[str, Counter[str]] = {task: Counter() for task in tasks}
-    for rec in records:
-        if rec.failed or rec.greedy_correct is None:
-            continue
-        names = (rec.generation or {}).get("judges") or {}
-        for task in tasks:
-            if task == "consistency" and not rec.sample_consistent:
-                continue
-            found[task][str(names.get(task) or UNKNOWN_JUDGE)] += 1
-    return {task: counts for task, counts in found.items() if counts}
 
 
 def record_judges(records: Sequence[Record], tasks: Sequence[str] = TASKS) -> dict[str, str]:
@@ -156,7 +151,7 @@ def default_out(source: AuditSource, out_dir: PathLike | None) -> Path:
         return check_output(out_dir, "folder")
     if source.run is None:
         raise InputError("--out: give the audit folder (only a run folder has a default one, RUN/audit)")
-    return source.run / AUDIT_DIR
+    return RunFolder(source.run).audit
 
 
 def labelling_order(rows: Sequence[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
@@ -185,7 +180,7 @@ def _sheet_labels(path: Path) -> int | None:
         return None
 
 
-def draw_audit(source: PathLike | Sequence[PathLike], out_dir: PathLike | None = None, per_stratum: int = 20,
+def draw_audit(source: PathLike | Sequence[PathLike], out_dir: PathLike | None = None, *, per_stratum: int = 20,
                seed: int = 0, tasks: Sequence[str] = TASKS, overwrite: bool = False) -> Drawn:
     """Draw the labelling sheet of a run folder (its pool and evaluated records) or of record files, and write
     ``sheet.jsonl``, ``label.html`` and ``audit.json`` into ``out_dir`` (default ``<run>/audit``). Every
@@ -378,7 +373,7 @@ def _read_settings(folder: Path) -> dict[str, Any]:
 def audited_run(folder: Path, settings: Mapping[str, Any]) -> Path | None:
     """The run folder an audit folder belongs to: its parent when it is ``<run>/audit`` (so a moved run still
     finds it), else the one audit.json names, if it still is one."""
-    if folder.name == AUDIT_DIR and is_run_folder(folder.parent):
+    if RunFolder(folder.parent).audit == folder and is_run_folder(folder.parent):
         return folder.parent
     named = settings.get("run")
     return Path(named) if named and is_run_folder(Path(named)) else None
@@ -402,10 +397,10 @@ def _method_confidences(run: Path | None, record_files: Sequence[str], ids: set[
         scores = score_records(records, estimators)
         for name, values in scores.items():
             methods.append((name, "training-free", {r.id: float(v) for r, v in zip(records, values)}))
-    if run is not None and (run / "scores").is_dir():
+    if run is not None and RunFolder(run).scores.is_dir():
         from elical.predictions import read_predictions
 
-        for path in sorted((run / "scores").glob("*.parquet")):
+        for path in sorted(RunFolder(run).scores.glob("*.parquet")):
             try:
                 predictions = read_predictions(path)
             except (OSError, ValueError) as err:
@@ -454,7 +449,7 @@ class Scored:
     run: Path | None = None
 
 
-def score_audit(sheet_or_out_dir: PathLike, labels_path: PathLike, n_resamples: int = 1000,
+def score_audit(sheet_or_out_dir: PathLike, labels_path: PathLike, *, n_resamples: int = 1000,
                 seed: int = 0) -> Scored:
     """Score the run's judges against the hand labels of a sheet: per task, :func:`quality_table` by dataset
     and category (population-weighted error, precision and recall with stratified bootstrap intervals), and
@@ -511,7 +506,7 @@ def audit_folder_of(paths: Sequence[PathLike], out_dir: PathLike | None) -> Path
         return Path(out_dir)
     given = [Path(p) for p in paths]
     if len(given) == 1 and is_run_folder(given[0]):
-        return given[0] / AUDIT_DIR
+        return RunFolder(given[0]).audit
     if len(given) == 1 and given[0].is_dir() and (given[0] / SHEET).is_file():
         return given[0]
     if len(given) == 1 and not given[0].exists():

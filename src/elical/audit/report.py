@@ -11,8 +11,10 @@ from typing import Any
 
 import pandas as pd
 
+from elical.audit.sample import AUDIT_DIR, PAGE, QUALITY, judges_found
 from elical.records import Record
 from elical.report.document import MISSING, Block, Bullets, Document, Heading, Paragraph, Table
+from elical.run.folder import RunFolder
 
 SECTION = "Label quality"
 NO_AUDIT = ("No label audit: the correctness and consistency labels of this run were not checked by hand. "
@@ -103,9 +105,7 @@ def quality_document(summary: Mapping[str, Any]) -> Document:
 def label_quality_blocks(run: Path, records: Sequence[Record] = ()) -> list[Block]:
     """The run report's "Label quality" section: the audit's tables when ``<run>/audit/quality.json`` exists
     (with a warning when the run's judges are not the audited ones), else a plain statement that none was done."""
-    from elical.audit.commands import AUDIT_DIR, PAGE, QUALITY, judges_found
-
-    folder = run / AUDIT_DIR
+    folder = RunFolder(run).audit
     blocks: list[Block] = [Heading(SECTION)]
     path = folder / f"{QUALITY}.json"
     if not path.is_file():

@@ -22,15 +22,20 @@ from __future__ import annotations
 
 import json
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from elical.records import Record, atomic_write
+from elical.run.folder import AUDIT_DIR  # noqa: F401 - the audit folder's name (RunFolder.audit), used by audit/
 
 TASKS = ("correctness", "consistency")
+# the audit folder's files (elical.audit.commands describes them)
+SHEET, PAGE, SETTINGS = "sheet.jsonl", "label.html", "audit.json"
+QUALITY = "quality"  # quality.md, quality.html, quality.json
+UNKNOWN_JUDGE = "unknown (not recorded)"
 # What kind of item a labeller saw (issue 21's list); "other" for the rest.
 CATEGORIES = (
     "plain", "comparison", "list", "mentions-not-asserts", "no-answer", "echo", "alias", "number-date",
@@ -114,3 +119,17 @@ def write_sheet(rows: Sequence[dict[str, Any]], path: str | Path) -> None:
     """The sheet as JSONL, written atomically."""
     with atomic_write(path) as tmp:
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def judges_found(records: Sequence[Record], tasks: Sequence[str] = TASKS) -> dict[str, Counter[str]]:
+    """Per task, how many judged records name each judge (records.generation["judges"])."""
+    found: dict[str, Counter[str]] = {task: Counter() for task in tasks}
+    for rec in records:
+        if rec.failed or rec.greedy_correct is None:
+            continue
+        names = (rec.generation or {}).get("judges") or {}
+        for task in tasks:
+            if task == "consistency" and not rec.sample_consistent:
+                continue
+            found[task][str(names.get(task) or UNKNOWN_JUDGE)] += 1
+    return {task: counts for task, counts in found.items() if counts}

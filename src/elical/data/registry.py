@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from elical.strict_json import JsonError, describe, loads
 
@@ -164,14 +164,22 @@ def _options(row: dict[str, Any]) -> list[str]:
     return choices
 
 
+Group = Literal["in-domain", "ood", "mc", "other"]  # evaluation groups, after the paper's HonestyBench split
+GROUP_ORDER: tuple[Group, ...] = ("in-domain", "ood", "mc", "other")
+
+
 @dataclass(frozen=True)
 class DatasetSpec:
-    """A known dataset: its canonical name, converter, and the names it goes by in file names."""
+    """A known dataset, declared once: its canonical name, converter, the names it goes by in file names, its
+    evaluation group (the paper's split; ``other``: none of its groups) and its name in tables (``display``;
+    empty: the name as given)."""
 
     name: str
     converter: Converter
     aliases: tuple[str, ...] = ()
     multiple_choice: bool = False
+    group: Group = "other"
+    display: str = ""
 
 
 REGISTRY: dict[str, DatasetSpec] = {}
@@ -184,18 +192,22 @@ def register(spec: DatasetSpec) -> DatasetSpec:
     return spec
 
 
+# In the paper's order (Table 2's columns), which tables keep.
 for _spec in (
-    DatasetSpec("nq", convert_generic, ("natural_questions", "nq_open", "nq-open")),
-    DatasetSpec("tq", convert_triviaqa, ("triviaqa", "trivia_qa", "tqa")),
-    DatasetSpec("hq", convert_generic, ("hotpotqa", "hotpot_qa", "hotpot")),
-    DatasetSpec("2wiki", convert_generic, ("2wikimultihopqa", "2wikimqa", "wiki2")),
-    DatasetSpec("pararel", convert_pararel, ("para_rel",)),
-    DatasetSpec("squad", convert_squad, ("squad_v1", "squad1")),
-    DatasetSpec("wq", convert_generic, ("webquestions", "web_questions", "webq")),
-    DatasetSpec("cwq", convert_cwq, ("complexwebquestions", "complex_web_questions")),
-    DatasetSpec("musique", convert_musique, ("musique_ans",)),
-    DatasetSpec("popqa", convert_popqa, ("pop_qa",)),
-    DatasetSpec("mmlu", convert_mmlu, ("cais/mmlu", "hendrycks_test"), multiple_choice=True),
+    DatasetSpec("nq", convert_generic, ("natural_questions", "nq_open", "nq-open"), group="in-domain", display="NQ"),
+    DatasetSpec("tq", convert_triviaqa, ("triviaqa", "trivia_qa", "tqa"), group="in-domain", display="TQ"),
+    DatasetSpec("hq", convert_generic, ("hotpotqa", "hotpot_qa", "hotpot"), group="in-domain", display="HQ"),
+    DatasetSpec("2wiki", convert_generic, ("2wikimultihopqa", "2wikimqa", "wiki2"), group="in-domain",
+                display="2Wiki"),
+    DatasetSpec("pararel", convert_pararel, ("para_rel",), group="in-domain", display="ParaRel"),
+    DatasetSpec("squad", convert_squad, ("squad_v1", "squad1"), group="ood", display="SQuAD"),
+    DatasetSpec("wq", convert_generic, ("webquestions", "web_questions", "webq"), group="ood", display="WQ"),
+    DatasetSpec("cwq", convert_cwq, ("complexwebquestions", "complex_web_questions"), group="ood", display="CWQ"),
+    DatasetSpec("musique", convert_musique, ("musique_ans",), group="ood", display="MuSiQue"),
+    DatasetSpec("popqa", convert_popqa, ("pop_qa",), group="ood", display="PopQA"),
+    DatasetSpec("mmlu", convert_mmlu, ("cais/mmlu", "hendrycks_test"), multiple_choice=True, group="mc",
+                display="MMLU"),
+    DatasetSpec("nonambigqa", convert_generic, group="ood", display="NonAmbigQA"),
 ):
     register(_spec)
 
@@ -205,3 +217,25 @@ GENERIC = DatasetSpec("generic", convert_generic)
 def lookup(name: str) -> DatasetSpec:
     """The spec of a dataset name (case-insensitive); unknown names get the generic converter."""
     return REGISTRY.get(name.lower(), GENERIC)
+
+
+def dataset_group(name: str) -> Group:
+    """The evaluation group of a dataset name (case-insensitive; ``other`` for a dataset not registered)."""
+    return lookup(name).group
+
+
+def display_name(name: str) -> str:
+    """A dataset's name in tables (NQ, TQ, ...); an unregistered name as given."""
+    spec = REGISTRY.get(name.lower())
+    return spec.display if spec is not None and spec.display else name
+
+
+def paper_position(name: str) -> tuple[int, int]:
+    """Where a dataset goes in tables: (its registration order, 0 for the canonical name, then its aliases in
+    order); after every registered one for a name not registered."""
+    order = list(dict.fromkeys(spec.name for spec in REGISTRY.values()))
+    spec = REGISTRY.get(name.lower())
+    if spec is None:
+        return len(order), 0
+    names = [spec.name, *spec.aliases]
+    return order.index(spec.name), names.index(name.lower()) if name.lower() in names else len(names)

@@ -27,7 +27,8 @@ def load_config(path: str | os.PathLike | None, **overrides) -> HonestyConfig:
 
 
 def tune_from_files(
-    records: Sequence[str | os.PathLike], model: str, out: str | os.PathLike, config: HonestyConfig, progress: bool = True
+    records: Sequence[str | os.PathLike], *, model: str, out: str | os.PathLike, config: HonestyConfig,
+    progress: bool = True,
 ) -> tuple[TuneResult, dict]:
     """Build the method's examples from record files (checked first, before the output folder's lock is
     taken: bad records leave nothing behind), tune LoRA on the model, save; one process at a time per
@@ -73,6 +74,7 @@ def eval_items(records: Sequence[str | os.PathLike], honesty_data: str | os.Path
 def eval_from_files(
     model: str,
     adapter: str | os.PathLike,
+    *,
     out: str | os.PathLike,
     config: HonestyConfig,
     records: Sequence[str | os.PathLike] = (),

@@ -1,7 +1,8 @@
 """One table: the unaligned model, the fine-tuning methods and the EliCal confidence gate, scored
 with the same honesty metrics on the same questions.
 
-``run_honesty_comparison`` is what ``elical run`` calls when its config asks for honesty results.
+``run_honesty_plan`` is what ``elical run`` calls when its config asks for honesty results; it returns the
+table with the fitted gate (:class:`Comparison`), so the run takes tau from the value, not from gate.json.
 Each method's adapter is saved under ``out_dir/<method>/``; a rerun loads adapters already there
 instead of training them again.
 """
@@ -14,6 +15,7 @@ import json
 import random
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,15 @@ from elical.records import Record
 from elical.train.budgets import split_records
 
 GATE_METHOD = "elical-gate"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The comparison's table and the gate it fitted (None without confidences): tau, objective and its
+    validation score, for a caller that needs them (``gate.json`` holds the same, for users)."""
+
+    table: pd.DataFrame
+    gate: Gate | None
 
 
 def fit_gate(val_records: Sequence[Record], confidences: Mapping[str, float], config: HonestyConfig) -> Gate:
@@ -104,7 +115,8 @@ def run_honesty_comparison(
     gate_name: str = GATE_METHOD,
 ) -> pd.DataFrame:
     """Score the unaligned generator, each fine-tuning method and the EliCal gate on ``eval_records``
-    (plus ``extra_items``, e.g. PUQA/PKQA from :func:`load_honesty_dir`); return the table.
+    (plus ``extra_items``, e.g. PUQA/PKQA from :func:`load_honesty_dir`); return the table
+    (:func:`compare_honesty` returns the fitted gate with it).
 
     * ``train_records``: annotated with k samples and their correctness (the tuning data);
     * ``confidences``: EliCal confidence per record id, for the validation and evaluated questions
@@ -114,6 +126,26 @@ def run_honesty_comparison(
     ``gate_name`` labels the gate's rows (say which confidence gates). ``model`` is not changed:
     each method tunes a copy.
     """
+    return compare_honesty(train_records, eval_records, confidences, model, tokenizer, config, out_dir, methods,
+                           val_records, extra_items, progress, base_name, gate_name).table
+
+
+def compare_honesty(
+    train_records: Sequence[Record],
+    eval_records: Sequence[Record],
+    confidences: Mapping[str, float] | None,
+    model: Any,
+    tokenizer: Any,
+    config: HonestyConfig | None = None,
+    out_dir: str | Path | None = None,
+    methods: Sequence[str] = METHODS,
+    val_records: Sequence[Record] | None = None,
+    extra_items: Sequence[QAItem] = (),
+    progress: bool = True,
+    base_name: str | None = None,
+    gate_name: str = GATE_METHOD,
+) -> Comparison:
+    """:func:`run_honesty_comparison`, returning the table with the gate it fitted."""
     config = config or HonestyConfig()
     train, val_records, items = _checked_inputs(train_records, eval_records, confidences, config, methods,
                                                 val_records, extra_items)
@@ -139,7 +171,7 @@ def run_honesty_comparison(
         write_scores(result, out, "honesty_comparison", meta)
         pd.concat(frames, ignore_index=True).to_parquet(out / "answers.parquet", index=False)
         (out / "gate.json").write_text(json.dumps(meta.get("gate"), indent=2), encoding="utf-8")
-    return result
+    return Comparison(result, gate)
 
 
 def _checked_inputs(
@@ -203,9 +235,9 @@ def run_honesty_plan(
     out_dir: str | Path,
     val_records: Sequence[Record] | None = None,
     progress: bool = True,
-) -> pd.DataFrame:
-    """:func:`run_honesty_comparison` as a run config's ``honesty:`` section asks (PUQA/PKQA added from
-    ``plan.honesty_data``, tuning questions capped by a seeded draw)."""
+) -> Comparison:
+    """:func:`compare_honesty` as a run config's ``honesty:`` section asks (PUQA/PKQA added from
+    ``plan.honesty_data``, tuning questions capped by a seeded draw): the table and the fitted gate."""
     from elical.honesty.evaluate import load_honesty_dir
 
     extra = load_honesty_dir(plan.honesty_data, limit=plan.honesty_limit) if plan.honesty_data else []
@@ -213,5 +245,5 @@ def run_honesty_plan(
     if plan.max_tune_records is not None and len(train) > plan.max_tune_records:
         keep = set(random.Random(plan.settings.seed).sample(range(len(train)), plan.max_tune_records))
         train = [r for i, r in enumerate(train) if i in keep]
-    return run_honesty_comparison(train, eval_records, confidences, model, tokenizer, plan.settings, out_dir,
-                                  plan.methods, val_records, extra, progress)
+    return compare_honesty(train, eval_records, confidences, model, tokenizer, plan.settings, out_dir,
+                           plan.methods, val_records, extra, progress)

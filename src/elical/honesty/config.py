@@ -11,11 +11,12 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from elical.choices import Method
 from elical.inputs import Device, Distinct, Range, Seed
 from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT
+from elical.settings_contract import Output
 from elical.yaml_config import YamlConfig
 
-Method = Literal["sft", "absolute", "confidence-num", "confidence-verb", "multisample"]
 METHODS: tuple[Method, ...] = ("sft", "absolute", "confidence-num", "confidence-verb", "multisample")
 GateObjective = Literal["honesty", "decision_accuracy"]
 
@@ -74,7 +75,7 @@ class TuneConfig(BaseModel):
     batch_size: Annotated[int, Range(1)] = 8
     grad_accumulation: Annotated[int, Range(1)] = 1
     max_length: Annotated[int, Range(8)] = 256
-    device: Device = "auto"
+    device: Annotated[Device, Output.NEVER] = "auto"
 
 
 class HonestyConfig(YamlConfig):
@@ -109,7 +110,7 @@ class HonestyConfig(YamlConfig):
     tune: TuneConfig = Field(default_factory=TuneConfig)
     # Evaluation: greedy answers of both models.
     max_new_tokens: Annotated[int, Range(1)] = 64
-    batch_size: Annotated[int, Range(1)] = 32
+    batch_size: Annotated[int, Range(1), Output.NEVER] = 32
     judge: Literal["match"] = "match"
     # EliCal gate: tau maximises this on the validation split.
     gate_objective: GateObjective = "honesty"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 
-Convention = Literal["elical", "paper"]
-BinStrategy = Literal["uniform", "quantile"]
+from elical.choices import BinStrategy, Convention  # noqa: F401  (the metrics' own names for them)
+
 ArrayLike = Sequence[float] | np.ndarray
 LOWER_IS_BETTER_PREFIXES = ("ece", "brier")  # ECE (any bins: 'ece@10-uniform') and Brier are errors
 

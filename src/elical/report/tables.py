@@ -12,24 +12,20 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from elical.data.registry import display_name, paper_position
 from elical.evaluate import AVERAGE, GROUP_ORDER
 from elical.metrics.base import higher_is_better, metric_label
 from elical.report.document import MISSING, Block, Heading, Table, blocks_markdown
 
-DISPLAY_NAMES = {
-    "nq": "NQ", "tq": "TQ", "triviaqa": "TQ", "hq": "HQ", "hotpotqa": "HQ", "2wiki": "2Wiki", "pararel": "ParaRel",
-    "squad": "SQuAD", "wq": "WQ", "webquestions": "WQ", "cwq": "CWQ", "musique": "MuSiQue", "popqa": "PopQA",
-    "mmlu": "MMLU", "nonambigqa": "NonAmbigQA",
-}
-PAPER_ORDER = list(DISPLAY_NAMES)
+# A dataset's name in tables and its place among the columns are declared with it, in elical.data.registry.
 GROUP_LABELS = {"in-domain": "In-domain", "ood": "OOD", "mc": "MC", "other": "Other"}
 
 if TYPE_CHECKING:
     from rich.table import Table as RichTable
 
 
-def _dataset_sort_key(name: str) -> tuple[int, str]:
-    return (PAPER_ORDER.index(name) if name in PAPER_ORDER else len(PAPER_ORDER), name)
+def _dataset_sort_key(name: str) -> tuple[int, int, str]:
+    return (*paper_position(name), name)
 
 
 def column_layout(rows: pd.DataFrame) -> list[tuple[str, str]]:
@@ -45,7 +41,7 @@ def column_layout(rows: pd.DataFrame) -> list[tuple[str, str]]:
 
 def column_label(group: str, dataset: str) -> tuple[str, str]:
     """Display names of a (group, dataset) column."""
-    return GROUP_LABELS.get(group, group), "Avg" if dataset == AVERAGE else DISPLAY_NAMES.get(dataset, dataset)
+    return GROUP_LABELS.get(group, group), "Avg" if dataset == AVERAGE else display_name(dataset)
 
 
 def metric_frame(table: pd.DataFrame, metric: str, field: str = "value") -> pd.DataFrame:

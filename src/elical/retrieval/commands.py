@@ -9,10 +9,8 @@ from pathlib import Path
 
 from elical.annotate.prompts import PromptConfig
 from elical.records import Record
-from elical.retrieval.config import RetrievalSettings
+from elical.retrieval.config import RetrieveEvalConfig
 from elical.retrieval.evaluate import RetrievalOutcome, retrieval_outcome
-
-SUBJECTS = ("world", "geo", "qa")
 
 
 def default_model(subject: str) -> str:
@@ -49,12 +47,10 @@ def matched(records: Sequence[Record], confidence: dict[str, float]) -> tuple[li
     return kept, [confidence[r.id] for r in kept], notes
 
 
-def retrieve_eval_from_files(records: Sequence[str | os.PathLike], predictions: str | os.PathLike,
-                             out: str | os.PathLike, subject: str, settings: RetrievalSettings,
-                             model: str | None = None, judge: str = "match", device: str = "auto",
-                             dtype: str = "auto") -> RetrievalOutcome:
-    """Answer the records' questions with retrieval from the subject's corpus (or ``settings.corpus``), evaluate
-    gated retrieval and abstention by the predictions' confidences, and write everything to ``out``."""
+def retrieve_eval_from_files(records: Sequence[str | os.PathLike], predictions: str | os.PathLike, *,
+                             out: str | os.PathLike, config: RetrieveEvalConfig) -> RetrievalOutcome:
+    """Answer the records' questions with retrieval from the subject's corpus (or ``config.retrieval.corpus``),
+    evaluate gated retrieval and abstention by the predictions' confidences, and write everything to ``out``."""
     from elical.annotate.config import AnnotateConfig
     from elical.annotate.judge_factory import judge_maker
     from elical.annotate.run import build_backend
@@ -63,17 +59,17 @@ def retrieve_eval_from_files(records: Sequence[str | os.PathLike], predictions: 
     from elical.retrieval.corpora import subject_passages
     from elical.retrieval.index import Retriever
 
-    if subject not in SUBJECTS:
-        raise ValueError(f"--subject: expected one of {', '.join(SUBJECTS)}, got {subject!r}")
-    model = model or default_model(subject)
+    subject, settings = config.subject, config.retrieval
+    model = config.model or default_model(subject)
     kept, confidence, notes = matched(read_records(list(records), require=("greedy_correctness",)),
                                       read_predictions(predictions).confidence)
     lm_path = model if subject == "world" else None
     retriever = Retriever(subject_passages(subject, settings.corpus, lm_path))
-    annotate = AnnotateConfig(model=model, device=device, dtype=dtype, batch_size=settings.batch_size)
+    annotate = AnnotateConfig(model=model, device=config.device, dtype=config.dtype, batch_size=settings.batch_size)
     backend = build_backend(annotate)
     settings = settings.model_copy(update={"prompts": model_prompts(model)})
-    outcome = retrieval_outcome(kept, confidence, retriever, backend, judge_maker(annotate, backend)(judge), settings)
+    outcome = retrieval_outcome(kept, confidence, retriever, backend, judge_maker(annotate, backend)(config.judge),
+                                settings)
     outcome.notes[:0] = notes
     outcome.write(out)
     return outcome

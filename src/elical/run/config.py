@@ -26,9 +26,11 @@ from pydantic import (
 )
 
 from elical.annotate.config import AnnotateConfig
-from elical.evaluate import EvalConfig
+from elical.choices import SubjectName
+from elical.eval_config import EvalConfig
 from elical.honesty.config import HonestyPlan
 from elical.inputs import Distinct, InputError, Range, Seed, one_line
+from elical.model_key import ModelKey
 from elical.retrieval.config import RetrievalSettings
 from elical.train.config import Mode, TrainSettings, stage2_epochs
 from elical.world.config import WorldConfig
@@ -171,7 +173,7 @@ class RunConfig(YamlConfig):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "world-default"
-    subject: Literal["world", "geo", "qa"] = "world"
+    subject: SubjectName = "world"
     model: str | None = None  # world: LM folder (None = packaged); geo, qa: alias, folder or hub name
     # the settings it states override the world LM's own (they must match the world it was trained on)
     world: WorldConfig = Field(default_factory=WorldConfig)
@@ -258,3 +260,16 @@ def load_run_config(preset: str = "default", path: str | Path | None = None,
         where = f"{path} (over preset {preset!r})" if path is not None else f"preset {preset!r}"
         lines = line_finder(path, overridden=set(overrides or {})) if path is not None else None
         raise InputError(f"{where}: {one_line(err, lines)}") from None
+
+
+def planned_models(cfg: RunConfig) -> list[ModelKey]:
+    """Every model the plan trains, in order: per seed Eli-Only first (also when only EliCal is planned:
+    EliCal starts from its stage 1), then each method x budget."""
+    plan = cfg.train
+    models: list[ModelKey] = []
+    for seed in plan.seeds:
+        if "eli-only" in plan.methods or "elical" in plan.methods:
+            models.append(ModelKey("eli-only", None, seed))
+        models += [ModelKey(method, budget, seed) for method in plan.methods if method != "eli-only"
+                   for budget in plan.budgets]
+    return models

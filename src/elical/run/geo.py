@@ -17,7 +17,7 @@ from typing import Any
 from elical.annotate.judges import normalize
 from elical.data.items import QAItem
 from elical.run.config import RunConfig
-from elical.run.subjects import Subject, subsample
+from elical.run.subject import Subject, subsample
 
 CONTINENTS = {"AF": ["Africa"], "AS": ["Asia"], "EU": ["Europe"], "NA": ["North America"],
               "SA": ["South America"], "OC": ["Oceania", "Australia"], "AN": ["Antarctica"]}

@@ -11,6 +11,8 @@ Which questions play which part:
 * evaluation: the run's evaluation questions of ``honesty.groups`` (free-form by default).
 
 Outputs go to ``<run>/honesty/``; a finished step is skipped on rerun, adapters already tuned are reused.
+The step (run/steps.py) hands this module the run's records and the gating model (its weights and
+predictions); the fitted gate comes back from elical.honesty.compare as a value.
 """
 
 from __future__ import annotations
@@ -21,17 +23,20 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
 from elical.honesty.config import HonestyConfig
-from elical.records import Record, atomic_write, read_parquet, write_parquet
+from elical.records import Record, atomic_write, write_parquet
 from elical.report.document import Table
 from elical.run.config import RunConfig, RunHonestyPlan, TrainPlan
+from elical.run.folder import RunFolder
 from elical.run.results import RESULT_COLUMNS
 from elical.run.subjects import Subject
+
+if TYPE_CHECKING:
+    from elical.run.steps import Annotated, Trained
 
 HONESTY_METRICS = ("honesty", "over_conservativeness", "prudence", "accuracy", "refusal_rate")
 GATE = "elical-gate"
@@ -92,9 +97,8 @@ def split_pool(pool: Sequence[Record], budget: int | str, seed: int, fraction: f
                        "pool labels, so tau is chosen in-sample)")
 
 
-def _eval_records(plan: RunHonestyPlan, subject: Subject, out: Path) -> list[Record]:
-    records = [r for r in read_parquet(out / "records" / "eval.parquet")
-               if not r.failed and subject.groups.get(r.dataset, "other") in plan.groups]
+def _eval_records(plan: RunHonestyPlan, subject: Subject, evaluation: Sequence[Record]) -> list[Record]:
+    records = [r for r in evaluation if not r.failed and subject.groups.get(r.dataset, "other") in plan.groups]
     if plan.max_eval_per_dataset is None:
         return records
     by_dataset: dict[str, list[Record]] = defaultdict(list)
@@ -121,56 +125,53 @@ def _settings(cfg: RunConfig, plan: RunHonestyPlan, subject: Subject) -> Honesty
     return settings.model_copy(update=update)
 
 
-def honesty_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None]) -> HonestyOutcome:
-    """Tune the plan's methods, fit the gate, score everything; skipped when its table exists."""
+def load_honesty(folder: RunFolder) -> HonestyOutcome:
+    """A finished step's table and how it was made, read back."""
+    return HonestyOutcome(pd.read_csv(folder.honesty_table), json.loads(folder.honesty_info.read_text()))
+
+
+def honesty_step(cfg: RunConfig, subject: Subject, folder: RunFolder, annotated: Annotated, gate: Trained,
+                 log: Callable[[str], None]) -> HonestyOutcome:
+    """Tune the plan's methods, fit the gate on ``gate``'s confidence, score everything on the run's records
+    (run_honesty.json written last: the step is done, :func:`load_honesty` reads it back)."""
     from elical.honesty.compare import run_honesty_plan
-    from elical.model_key import ModelKey
     from elical.predictions import read_predictions
     from elical.train.predict import predict_files
 
-    folder = out / "honesty"
-    info_file, table_file = folder / "run_honesty.json", folder / "honesty_comparison.csv"
-    if info_file.exists() and table_file.exists():
-        log("honesty: table exists, skipped")
-        return HonestyOutcome(pd.read_csv(table_file), json.loads(info_file.read_text()))
     start = time.perf_counter()
     budget, seed = gate_choice(cfg)
-    name = ModelKey("elical", budget, seed).name
-    scores = out / "scores" / f"{name}.parquet"
-    if not scores.exists():
-        raise FileNotFoundError(f"{scores}: no EliCal predictions for the honesty gate (train step incomplete?)")
+    name = gate.key.name
     plan = honesty_plan(cfg)
     settings = _settings(cfg, plan, subject)
-    pool = read_parquet(out / "records" / "train.parquet")
-    tune_records, val_records, val_note = split_pool(pool, budget, seed, settings.val_fraction)
-    eval_records = _eval_records(plan, subject, out)
+    tune_records, val_records, val_note = split_pool(annotated.pool, budget, seed, settings.val_fraction)
+    eval_records = _eval_records(plan, subject, annotated.evaluation)
     if not eval_records:
         raise ValueError(f"honesty: no evaluation questions in groups {plan.groups} (subject groups: "
                          f"{sorted(set(subject.groups.values()))})")
-    folder.mkdir(parents=True, exist_ok=True)
-    val_file, val_scores = folder / "validation.parquet", folder / f"{name}-validation.parquet"
+    out = folder.honesty
+    out.mkdir(parents=True, exist_ok=True)
+    val_file, val_scores = out / "validation.parquet", out / f"{name}-validation.parquet"
     if not val_scores.exists():
         write_parquet(val_records, val_file)
-        predict_files(out / "models" / name / "model", [str(val_file)], val_scores, method=name,
-                      device=cfg.annotate.device)
-    confidences = {**read_predictions(scores).confidence, **read_predictions(val_scores).confidence}
+        predict_files(gate.weights, [str(val_file)], val_scores, method=name, device=cfg.annotate.device)
+    confidences = {**gate.predictions.confidence, **read_predictions(val_scores).confidence}
 
     from elical.loading import load_model
 
     model, tokenizer, _ = load_model(subject.model, dtype=cfg.annotate.dtype, device=cfg.annotate.device)
     run_plan = plan.model_copy(update={"settings": settings})
-    table = run_honesty_plan(run_plan, tune_records, eval_records, confidences, model, tokenizer, folder,
-                             val_records=val_records, progress=True)
-    gate = json.loads((folder / "gate.json").read_text()) or {}
+    compared = run_honesty_plan(run_plan, tune_records, eval_records, confidences, model, tokenizer, out,
+                                val_records=val_records, progress=True)
     tuned = min(len(tune_records), plan.max_tune_records or len(tune_records))
-    info = {"elical_model": name, "budget": budget, "seed": seed, "tau": gate.get("tau"),
-            "gate_objective": gate.get("objective"), "validation": len(val_records), "validation_from": val_note,
-            "tuning_records": tuned, "evaluated": len(eval_records), "groups": plan.groups,
+    fitted = compared.gate
+    info = {"elical_model": name, "budget": budget, "seed": seed, "tau": float(fitted.tau) if fitted else None,
+            "gate_objective": fitted.objective if fitted else None, "validation": len(val_records),
+            "validation_from": val_note, "tuning_records": tuned, "evaluated": len(eval_records), "groups": plan.groups,
             "methods": list(plan.methods), "refusal": settings.refusal, "seconds": round(time.perf_counter() - start, 1)}
-    with atomic_write(info_file) as tmp:
+    with atomic_write(folder.honesty_info) as tmp:
         tmp.write_text(json.dumps(info, indent=2, default=str))
     log(f"honesty: {len(plan.methods)} method(s) + EliCal gate ({name}, tau {info['tau']}) in {info['seconds']}s")
-    return HonestyOutcome(table, info)
+    return HonestyOutcome(compared.table, info)
 
 
 def honesty_results(outcome: HonestyOutcome) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from elical.data.items import QAItem
 from elical.records import Record
 from elical.run.config import QAConfig
-from elical.run.subjects import Subject, subsample
+from elical.run.subject import Subject, subsample
 
 if TYPE_CHECKING:
     from elical.run.config import RunConfig

@@ -30,6 +30,7 @@ from elical.report.tables import metric_blocks, render_markdown
 from elical.report.writer import write_csv
 from elical.run.config import RunConfig
 from elical.run.differences import readings, run_differences, summary_table
+from elical.run.folder import RunFolder
 from elical.run.honesty import HonestyOutcome, display_tables, honesty_results
 from elical.run.results import (
     Finding,
@@ -51,9 +52,9 @@ SECTIONS = ("Findings", "Targets from the paper", "Setup", "Table 2", "Differenc
             "Notes")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunNumbers:
-    """Everything the report shows, computed before any of it is rendered."""
+    """Everything the report shows, computed before any of it is rendered (built by keyword only)."""
 
     cfg: RunConfig
     subject: Subject
@@ -122,41 +123,42 @@ def _label_figures(numbers: RunNumbers, folder: Path) -> None:
                                           else "times the fact is stated in the pretraining corpus")
 
 
-def write_run_report(cfg: RunConfig, subject: Subject, records: Sequence[Record], evaluation: Evaluation, out: Path,
-                     timings: dict[str, float], cpu_seconds: dict[str, float] | None = None,
+def write_run_report(cfg: RunConfig, subject: Subject, records: Sequence[Record], evaluation: Evaluation,
+                     out: RunFolder, timings: dict[str, float], cpu_seconds: dict[str, float] | None = None,
                      honesty: HonestyOutcome | None = None, retrieval: RetrievalRun | None = None) -> Path:
     """Write every table, figure and the two report pages; returns report.md's path. With ``honesty``
     its rows join results.csv and its table gets a section before the notes; with ``retrieval`` (the
     retrieval step's outputs) the adaptive retrieval and abstention sections come before those."""
-    fig_dir = out / "figures"
+    fig_dir = out.figures
     fig_dir.mkdir(parents=True, exist_ok=True)
     pool_size = sum(1 for r in records if r.split == "train" and not r.failed)
     table = evaluation.table
-    write_csv(table, out / "metrics.csv")
+    write_csv(table, out.metrics_csv)
     results = results_table(table, pool_size, evaluation.models)
     write_csv(pd.concat([results, honesty_results(honesty)], ignore_index=True) if honesty is not None
-              else results, out / "results.csv")
+              else results, out.results_csv)
     summary = seed_summary(results)
-    write_csv(summary, out / "summary.csv")
+    write_csv(summary, out.summary_csv)
     differences = run_differences(evaluation, results, pool_size)
-    write_csv(differences, out / "differences.csv")
+    write_csv(differences, out.differences_csv)
     mean_table = mean_metrics_table(table, pool_size, evaluation.models)
-    with atomic_write(out / "table2.md") as tmp:
+    with atomic_write(out.table2) as tmp:
         tmp.write_text(f"# Table 2 ({cfg.name}): mean over seeds {cfg.train.seeds}\n\n"
                        + render_markdown(mean_table, ["auroc", evaluation.config.ece_name, "alignment"]))
     exposure = consistency_by_exposure([r for r in records if r.split != "train"])
     if not exposure.empty:
-        exposure.to_csv(out / "consistency_by_exposure.csv", index=False, float_format="%.4g")
-    numbers = RunNumbers(cfg, subject, records, evaluation, pool_size, results, summary, differences, mean_table,
-                         exposure, findings(results, records, pool_size, differences=differences),
-                         reliability_figures(cfg, subject, evaluation, pool_size, fig_dir), timings,
-                         cpu_seconds or {}, honesty)
+        exposure.to_csv(out.exposure_csv, index=False, float_format="%.4g")
+    numbers = RunNumbers(cfg=cfg, subject=subject, records=records, evaluation=evaluation, pool_size=pool_size,
+                         results=results, summary=summary, differences=differences, mean_table=mean_table,
+                         exposure=exposure, found=findings(results, records, pool_size, differences=differences),
+                         reliability=reliability_figures(cfg, subject, evaluation, pool_size, fig_dir),
+                         timings=timings, cpu_seconds=cpu_seconds or {}, honesty=honesty)
     if retrieval is not None and cfg.retrieval is not None:
         numbers.retrieval = retrieval_report(retrieval, cfg.retrieval, evaluation, out)
-    numbers.label_quality = label_quality_blocks(out, records)
+    numbers.label_quality = label_quality_blocks(out.root, records)
     _label_figures(numbers, fig_dir)
-    md_path, _ = write_document(run_document(numbers), out, "report")
-    with atomic_write(out / "findings.json") as tmp:
+    md_path, _ = write_document(run_document(numbers), out.root, out.report_md.stem)
+    with atomic_write(out.findings) as tmp:
         tmp.write_text(json.dumps([f.__dict__ for f in numbers.found], indent=1, default=float))
     return md_path
 

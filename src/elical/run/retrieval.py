@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -31,16 +31,18 @@ import pandas as pd
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judges import Judge
 from elical.evaluate import AVERAGE, Evaluation
-from elical.records import Record, atomic_write, read_parquet
+from elical.records import Record, atomic_write
 from elical.retrieval.config import RetrievalSettings
 from elical.retrieval.passages import Passage
 from elical.run.config import RunConfig, RunRetrievalPlan
+from elical.run.folder import RunFolder
 from elical.run.honesty import elical_choice
-from elical.run.subjects import Subject
+from elical.run.subject import Subject, annotate_config
 
-FOLDER = "retrieval"
+if TYPE_CHECKING:
+    from elical.run.steps import Annotated, Trained
+
 BASELINE = "baseline: "  # prefix of answers.csv's training-free confidence columns
-SPEED = ("batch_size",)  # settings that change how fast answers come, not what they are
 
 
 @dataclass
@@ -81,9 +83,10 @@ def answer_settings(cfg: RunConfig, subject: Subject) -> RetrievalSettings:
 def step_settings(cfg: RunConfig, subject: Subject) -> dict[str, Any]:
     """What decides the step's answers, besides its inputs (the run's records and the gating model)."""
     from elical.fingerprint import path_version
+    from elical.settings_contract import output_settings
 
     plan = retrieval_plan(cfg)
-    answers = answer_settings(cfg, subject).model_dump(mode="json", exclude=set(SPEED) | {"target"})
+    answers = output_settings(answer_settings(cfg, subject))  # not the batch size or the report's target
     return {"answers": answers, "groups": plan.groups, "gate": list(retrieval_gate(cfg)),
             "corpus": path_version(plan.corpus) if plan.corpus else None}
 
@@ -118,10 +121,10 @@ def _retriever(cfg: RunConfig, subject: Subject, folder: Path, log: Callable[[st
     return retriever
 
 
-def _questions(cfg: RunConfig, subject: Subject, out: Path, gate: dict[str, float]) -> list[Record]:
+def _questions(cfg: RunConfig, subject: Subject, evaluation: Sequence[Record], gate: dict[str, float]) -> list[Record]:
     """The judged evaluation questions of the section's groups that the gating model scored."""
     groups = retrieval_plan(cfg).groups
-    records = [r for r in read_parquet(out / "records" / "eval.parquet")
+    records = [r for r in evaluation
                if not r.failed and r.greedy_correct is not None and subject.groups.get(r.dataset, "other") in groups
                and r.id in gate]
     if not records:
@@ -148,26 +151,19 @@ def _correctness_judge(ann: AnnotateConfig, backend: Any, folder: Path) -> Judge
     return CachedJudge(judge_maker(ann, backend)(ann.judges.correctness), cache)
 
 
-def retrieval_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str], None]) -> RetrievalRun:
-    """Answer the questions with retrieval and trace the gated curve; skipped when summary.json exists."""
+def retrieval_step(cfg: RunConfig, subject: Subject, run: RunFolder, annotated: Annotated, gating: Trained,
+                   log: Callable[[str], None]) -> RetrievalRun:
+    """Answer the run's evaluation questions with retrieval and trace the curve gated by ``gating``'s
+    confidence (summary.json written last: the step is done, :func:`load_retrieval` reads it back)."""
     from elical.annotate.run import build_backend
-    from elical.model_key import ModelKey
-    from elical.predictions import read_predictions
     from elical.retrieval.evaluate import retrieval_outcome
-    from elical.run.pipeline import annotate_config
 
-    folder = out / FOLDER
-    if (folder / "summary.json").exists():
-        log("retrieval: answers exist, skipped")
-        return load_retrieval(folder)
+    folder = run.retrieval
     start = time.perf_counter()
     budget, seed = retrieval_gate(cfg)
-    name = ModelKey("elical", budget, seed).name
-    scores = out / "scores" / f"{name}.parquet"
-    if not scores.exists():
-        raise FileNotFoundError(f"{scores}: no EliCal predictions for the retrieval gate (train step incomplete?)")
-    gate = read_predictions(scores).confidence
-    records = _questions(cfg, subject, out, gate)
+    name = gating.key.name
+    gate = gating.predictions.confidence
+    records = _questions(cfg, subject, annotated.evaluation, gate)
     folder.mkdir(parents=True, exist_ok=True)
     retriever = _retriever(cfg, subject, folder / "index", log)
     ann = annotate_config(cfg, subject)
@@ -185,16 +181,17 @@ def retrieval_step(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[s
             "seconds": round(time.perf_counter() - start, 1)}
     answers.to_csv(folder / "answers.csv", index=False)
     outcome.table.to_csv(folder / "curves.csv", index=False)
-    with atomic_write(folder / "summary.json") as tmp:
+    with atomic_write(run.retrieval_summary) as tmp:
         tmp.write_text(json.dumps(info, indent=2, default=str))
     log(f"retrieval: {len(records)} questions with k={settings.k} passages ({name} gates) in {info['seconds']}s")
     return RetrievalRun(answers, outcome.table, info)
 
 
-def load_retrieval(folder: Path) -> RetrievalRun:
+def load_retrieval(run: RunFolder) -> RetrievalRun:
     """A finished step's outputs, read back."""
+    folder = run.retrieval
     answers = pd.read_csv(folder / "answers.csv", keep_default_na=False, na_values=[""])
-    return RetrievalRun(answers, pd.read_csv(folder / "curves.csv"), json.loads((folder / "summary.json").read_text()))
+    return RetrievalRun(answers, pd.read_csv(folder / "curves.csv"), json.loads(run.retrieval_summary.read_text()))
 
 
 # ------------------------------------------------------------------------------------- report
@@ -269,7 +266,7 @@ def abstention(answers: pd.DataFrame, elical: str, best: str | None) -> tuple[pd
     return pd.concat(curves, ignore_index=True)[columns], pd.DataFrame(rows)
 
 
-def retrieval_report(run: RetrievalRun, plan: RunRetrievalPlan, evaluation: Evaluation, out: Path) -> RetrievalReport:
+def retrieval_report(run: RetrievalRun, plan: RunRetrievalPlan, evaluation: Evaluation, out: RunFolder) -> RetrievalReport:
     """The report's numbers of the step, with its figures (figures/retrieval.png, figures/risk_coverage.png)
     and tables (retrieval/target.json, abstention.csv, risk_coverage.csv); recomputed on every run."""
     from elical.report.writer import write_csv
@@ -278,7 +275,7 @@ def retrieval_report(run: RetrievalRun, plan: RunRetrievalPlan, evaluation: Eval
     reading, target = target_reading(run.curve, plan.target, plan.max_retrieval_rate)
     best = best_training_free(evaluation, run.answers, plan.groups)
     curves, aurc = abstention(run.answers, run.info["elical_model"], best)
-    folder, figs = out / FOLDER, out / "figures"
+    folder, figs = out.retrieval, out.figures
     figs.mkdir(parents=True, exist_ok=True)
     retrieval_figure(run.curve, target).savefig(figs / "retrieval.png", dpi=120)
     risk_coverage_figure(curves, dict(zip(aurc.method, aurc.aurc))).savefig(figs / "risk_coverage.png", dpi=120)

@@ -10,7 +10,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ class ServeConfig:
     """Everything ``elical serve`` is told."""
 
     model_dir: Path
+    _: KW_ONLY  # every setting but the model folder by name
     tau: float | None = None
     retrieve_below: float | None = None
     corpus: Path | None = None

@@ -8,19 +8,17 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 from typing_extensions import Self
 
+from elical.choices import Mode
 from elical.inputs import Range, Seed
 from elical.model_settings import ModelConfig, ModelFields, PromptFields
+from elical.settings_contract import Output
 from elical.yaml_config import YamlConfig
 
-Mode = Literal["eli-only", "cal-only", "elical", "head-only"]
-# Settings that change how fast a model trains or where it is written, not the model: changing them
-# never blocks a resume (every other setting is part of a stage's recorded settings, see trainer.py).
-# Packing, micro-batches, compilation and the attention kernel only reorder floating-point sums.
-# bf16 LoRA copies give the same numbers as autocast's casts (elical.train.speed), a fused AdamW the same
-# update in one kernel.
-SPEED_SETTINGS = frozenset({"output_dir", "micro_batch_size", "packing", "tokens_per_batch", "row_length",
-                            "compile", "compile_mode", "lora_dtype", "fused_optimizer", "attn_implementation",
-                            "save_steps"})
+# Settings that change how fast a model trains or where it is written, not the model, are marked Output.NEVER
+# (elical.settings_contract): changing them never blocks a resume. Packing, micro-batches, compilation and the
+# attention kernel only reorder floating-point sums. bf16 LoRA copies give the same numbers as autocast's casts
+# (elical.train.speed), a fused AdamW the same update in one kernel. The other marks say how a training stage
+# records a setting (trainer.stage_settings).
 
 
 # TrainConfig fields of EliCal's calibration stage only (recorded through stage2_settings)
@@ -57,26 +55,28 @@ class TrainSettings(YamlConfig, ModelFields):
     model_config = ConfigDict(extra="forbid")
 
     # targets and data
-    cal_target: Literal["samples", "greedy"] = "samples"
-    head_only_target: Literal["cal", "eli"] = "cal"
-    stage2: Literal["full", "head", "platt", "mixed"] = Field(
+    cal_target: Annotated[Literal["samples", "greedy"], Output.CALIBRATION] = "samples"
+    head_only_target: Annotated[Literal["cal", "eli"], Output.PER_STAGE] = "cal"  # which stage head-only trains
+    stage2: Annotated[Literal["full", "head", "platt", "mixed"], Output.COMPUTED] = Field(
         "full", description=(
             "EliCal's calibration stage. full: LoRA and head trained on the labels (the paper). head: LoRA kept "
             "from stage 1, the head trained on its cached features (lr_head_only). platt: stage 1 kept whole, "
             "its logit rescaled by a logistic fit on the labels (a monotone map: stage 1's ranking unchanged). "
             "mixed: full, with stage2_mix unlabelled pool questions per label trained on stage-1 targets"))
-    stage2_mix: Annotated[float, Range(0, 100)] = Field(1.0, description="mixed: unlabelled pool questions per labelled one")
+    stage2_mix: Annotated[float, Range(0, 100), Output.COMPUTED] = Field(
+        1.0, description="mixed: unlabelled pool questions per labelled one")
     val_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.1
     # optimisation
     loss: Literal["mse", "bce"] = "mse"
-    lr: Annotated[float, Range(0, low_open=True)] = 5e-5
-    lr_stage2: Annotated[float, Range(0, low_open=True, note="null: lr")] | None = None
-    lr_head_only: Annotated[float, Range(0, low_open=True)] = 1e-3
+    lr: Annotated[float, Range(0, low_open=True), Output.PER_STAGE] = 5e-5
+    lr_stage2: Annotated[Annotated[float, Range(0, low_open=True, note="null: lr")] | None, Output.PER_STAGE] = None
+    lr_head_only: Annotated[float, Range(0, low_open=True), Output.PER_STAGE] = 1e-3
     weight_decay: Annotated[float, Range(0)] = 0.1
     warmup_ratio: Annotated[float, Range(0, 1)] = Field(0.1, description="share of a stage's steps in lr warm-up")
-    max_grad_norm: Annotated[float, Range(0, note="0: no clipping")] = 1.0  # a negative norm would flip the gradient
-    epochs_stage1: Annotated[int, Range(1)] = 10
-    epochs_stage2: Annotated[int, Range(1, note="null: the authors' rule")] | None = Field(
+    # a negative norm would flip the gradient
+    max_grad_norm: Annotated[float, Range(0, note="0: no clipping"), Output.LORA] = 1.0
+    epochs_stage1: Annotated[int, Range(1), Output.PER_STAGE] = 10
+    epochs_stage2: Annotated[Annotated[int, Range(1, note="null: the authors' rule")] | None, Output.PER_STAGE] = Field(
         None, description="None: 50 when <= 10k labels, else 15 (authors)")
     patience: Annotated[int, Range(1)] = Field(4, description="epochs after warm-up that stop a stage early (see selection)")
     selection: Literal["noise-aware", "best", "last"] = Field(
@@ -87,25 +87,27 @@ class TrainSettings(YamlConfig, ModelFields):
             "lowest validation MSE, early stop after `patience` epochs without a lower one. last: no early stop"))
     selection_z: Annotated[float, Range(0)] = Field(2.0, description="standard errors that make a validation difference clear")
     batch_size: Annotated[int, Range(1)] = 512
-    micro_batch_size: Annotated[int, Range(1)] = 16  # questions per forward when packing is off
+    micro_batch_size: Annotated[int, Range(1), Output.NEVER] = 16  # questions per forward when packing is off
     # speed
-    packing: bool = True
-    tokens_per_batch: Annotated[int, Range(1)] = 8192
-    row_length: Annotated[int, Range(1)] = 1024
-    compile: bool | None = Field(None, description="compile the model (None: on when training on CUDA)")
-    compile_mode: Literal["layers", "model", "reduce-overhead"] = Field(
+    packing: Annotated[bool, Output.NEVER] = True
+    tokens_per_batch: Annotated[int, Range(1), Output.NEVER] = 8192
+    row_length: Annotated[int, Range(1), Output.NEVER] = 1024
+    compile: Annotated[bool | None, Output.NEVER] = Field(
+        None, description="compile the model (None: on when training on CUDA)")
+    compile_mode: Annotated[Literal["layers", "model", "reduce-overhead"], Output.NEVER] = Field(
         "layers", description=(
             "what `compile` compiles: layers (each decoder layer, dynamic shapes), model (the whole training "
             "forward), reduce-overhead (the whole training forward replayed as CUDA graphs; micro-batches are "
             "padded to static shapes, so it needs packing)"))
-    lora_dtype: Literal["float32", "bf16"] = Field(
+    lora_dtype: Annotated[Literal["float32", "bf16"], Output.NEVER] = Field(
         "float32", description=(
             "bf16: the forward reads bf16 copies of the float32 LoRA weights, made once per optimizer step in "
             "one batched cast, instead of autocast casting each weight in each forward (same numbers; "
             "float32 weights, gradients and AdamW states are kept); needs a bf16 backbone and one process"))
-    fused_optimizer: bool = Field(False, description="AdamW's fused kernel (torch.optim.AdamW(fused=True))")
-    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"
-    save_steps: Annotated[int, Range(0, note="0: at epoch ends only")] = Field(
+    fused_optimizer: Annotated[bool, Output.NEVER] = Field(
+        False, description="AdamW's fused kernel (torch.optim.AdamW(fused=True))")
+    mixed_precision: Annotated[Literal["auto", "no", "bf16", "fp16"], Output.PER_STAGE] = "auto"
+    save_steps: Annotated[int, Range(0, note="0: at epoch ends only"), Output.NEVER] = Field(
         200, description="optimizer steps between mid-epoch checkpoints (0: epoch ends only)")
 
     @field_validator("mixed_precision", mode="before")
@@ -127,10 +129,10 @@ class TrainConfig(PromptFields, TrainSettings):
     seed, label budget, prompts) and where it is written."""
 
     model: str = Field("", description="Hugging Face causal LM: local folder or hub name")
-    mode: Mode = "elical"
-    output_dir: str = "runs/train"
+    mode: Annotated[Mode, Output.PER_STAGE] = "elical"  # recorded by the run (trainer._run_settings), not its stages
+    output_dir: Annotated[str, Output.NEVER] = "runs/train"
     seed: Seed = 0
-    budget: Annotated[int, Range(1, note="null: all")] | None = Field(
+    budget: Annotated[Annotated[int, Range(1, note="null: all")] | None, Output.CALIBRATION] = Field(
         None, description="labelled questions for calibration (None: all)")
 
     @model_validator(mode="after")

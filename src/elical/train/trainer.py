@@ -23,6 +23,21 @@ from elical.train.config import TrainConfig, stage2_settings
 from elical.train.targets import has_target, require_targets, target_kind, target_value
 
 
+@dataclass(frozen=True)
+class TrainResult:
+    """What :func:`train` made: the final model's folder, each stage's summary (its kept epoch, history,
+    sizes), and how the training ran (config, seed, inputs, init_from, processes, provenance: run.json)."""
+
+    model: Path
+    stages: list[dict[str, Any]]
+    run: dict[str, Any]
+    is_main_process: bool = True
+
+    def summary(self) -> dict[str, Any]:
+        """train_summary.json's content: the run, the stages, the model and the process."""
+        return {**self.run, "stages": self.stages, "model": str(self.model), "is_main_process": self.is_main_process}
+
+
 @dataclass
 class StagePlan:
     """Targets and 0/1 correctness labels (per record; None where unused) and train/val indices of one
@@ -121,26 +136,21 @@ def _data_version(records: Sequence[Record], plan: StagePlan) -> str:
 
 def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequence[Record], epochs: int, lr: float,
                    start: str | None) -> dict[str, Any]:
-    """What decides a stage's output: model, prompts, LoRA/head, optimisation, selection, precision, and
-    under ``input`` versions of the model files, the stage's data (``key``: 'eli' or 'cal') and, for
+    """What decides a stage's output: the config's output settings (:func:`elical.settings_contract.output_settings`:
+    model, prompts, head, optimisation, selection; LoRA's unless head-only, the budget and calibration target
+    for stage 2), the stage's epochs and learning rate, the precision as it resolves here, stage 2's recipe,
+    and under ``input`` versions of the model files, the stage's data (``key``: 'eli' or 'cal') and, for
     stage 2, the stage it starts from (``start``: that stage's settings digest).
 
-    Left out: :data:`elical.train.config.SPEED_SETTINGS` (speed and bookkeeping), the mode (a stage is
-    the same in eli-only and elical; the run's record holds it), and settings of other stages."""
+    Left out: fields marked Output.NEVER (speed and bookkeeping), the mode (a stage is the same in eli-only
+    and elical; the run's record holds it) and the other Output.PER_STAGE fields in the form given here."""
     from elical.loading import model_version
+    from elical.settings_contract import Output, output_settings
 
-    settings: dict[str, Any] = {
-        "model": cfg.model, "seed": cfg.seed, "epochs": epochs, "lr": lr, "loss": cfg.loss,
-        "weight_decay": cfg.weight_decay, "warmup_ratio": cfg.warmup_ratio, "batch_size": cfg.batch_size,
-        "patience": cfg.patience, "selection": cfg.selection, "selection_z": cfg.selection_z,
-        "val_fraction": cfg.val_fraction, "head": cfg.head, "qa_template": cfg.qa_template,
-        "system_prompt": cfg.system_prompt, "max_length": cfg.max_length, **_precision(cfg),
-    }
-    if cfg.mode != "head-only":
-        settings.update(max_grad_norm=cfg.max_grad_norm, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-                        lora_dropout=cfg.lora_dropout, target_modules=cfg.target_modules)
+    leave_out = {Output.PER_STAGE, *([Output.LORA] if cfg.mode == "head-only" else []),
+                 *([Output.CALIBRATION] if key != "cal" else [])}
+    settings: dict[str, Any] = {**output_settings(cfg, leave_out), "epochs": epochs, "lr": lr, **_precision(cfg)}
     if key == "cal":
-        settings.update(budget=cfg.budget, cal_target=cfg.cal_target)
         settings.update(stage2_settings(cfg.mode, cfg.stage2, cfg.stage2_mix))
     settings["input"] = {"model": model_version(cfg.model), "data": _data_version(records, plan), "start": start}
     return settings
@@ -274,8 +284,9 @@ def record_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], start
 
 
 def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, overwrite: bool = False,
-          init_from: str | Path | None = None) -> dict[str, Any]:
-    """Run the training of ``cfg.mode`` on the records in ``inputs``; the model lands in output_dir/model.
+          init_from: str | Path | None = None) -> TrainResult:
+    """Run the training of ``cfg.mode`` on the records in ``inputs``; the model lands in output_dir/model
+    (the result's ``model``).
 
     The records and the plan (budget, targets, ``init_from``) are checked first, then the output folder's lock
     is taken (one launch at a time per folder, elical.folder_lock). A folder holding a run with other output-deciding
@@ -295,7 +306,7 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, o
 
 def _train_locked(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, StagePlan], specs: list[StageSpec],
                   start: InitStage | None, inputs: Sequence[str], show_progress: bool,
-                  overwrite: bool) -> dict[str, Any]:
+                  overwrite: bool) -> TrainResult:
     """:func:`train` once it holds the output folder's lock."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
@@ -407,17 +418,16 @@ def _stage1_model(cfg: TrainConfig, stage_dir: Path, device):
 
 
 def _finish(out: Path, specs: Sequence[StageSpec], summaries: list[dict[str, Any]], run_info: dict[str, Any],
-            accelerator) -> dict[str, Any]:
+            accelerator) -> TrainResult:
     """The last stage's selected model becomes ``out/model``; the training log and summary are written."""
     last = out / specs[-1].name
-    result = {**run_info, "stages": summaries, "model": str(out / "model"),
-              "is_main_process": accelerator.is_main_process}
+    result = TrainResult(out / "model", summaries, run_info, accelerator.is_main_process)
     if accelerator.is_main_process:
         if (out / "model").exists():
             shutil.rmtree(out / "model")
         shutil.copytree(last / "best", out / "model")
         write_training_log(out / "training_log.csv", summaries)
-        (out / "train_summary.json").write_text(json.dumps(result, indent=1, default=str))
+        (out / "train_summary.json").write_text(json.dumps(result.summary(), indent=1, default=str))
     accelerator.wait_for_everyone()
     return result
 

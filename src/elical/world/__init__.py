@@ -8,12 +8,30 @@
   :func:`load_world_lm` / :func:`default_lm_path` load the packaged checkpoint.
 """
 
-from pathlib import Path
+from __future__ import annotations
 
-from elical.world.config import LMConfig, WorldConfig
-from elical.world.corpus import corpus_sentences
-from elical.world.generate import World, generate_world
-from elical.world.questions import QAExample, evaluation_questions, qa_tuning_examples
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from elical._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from elical.world.config import LMConfig, WorldConfig
+    from elical.world.corpus import corpus_sentences
+    from elical.world.generate import World, generate_world
+    from elical.world.questions import QAExample, evaluation_questions, qa_tuning_examples
+
+_LAZY = {  # name -> the submodule that defines it, imported on first use (PEP 562)
+    "LMConfig": "elical.world.config",
+    "WorldConfig": "elical.world.config",
+    "corpus_sentences": "elical.world.corpus",
+    "World": "elical.world.generate",
+    "generate_world": "elical.world.generate",
+    "QAExample": "elical.world.questions",
+    "evaluation_questions": "elical.world.questions",
+    "qa_tuning_examples": "elical.world.questions",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 

@@ -85,13 +85,15 @@ class OpenAIBackend(Backend):
 
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings = GREEDY) -> list[Generation]:
         workers = max(1, self.concurrency) * len(self.pool.servers)
+        pool = ThreadPoolExecutor(max_workers=workers)
         try:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = list(pool.map(lambda p: self._one(p, settings), prompts))
+            results = list(pool.map(lambda p: self._one(p, settings), prompts))
         except (ServerError, UnusableAnswer):
             raise
         except Exception as err:  # noqa: BLE001 - httpx and JSON errors may quote the URL: redact, keep the type
             raise ServerError(self.redact(f"{type(err).__name__}: {err}")) from None
+        finally:  # on Ctrl-C or an error, wait for no request still in flight (they may run to their timeouts)
+            pool.shutdown(wait=False, cancel_futures=True)
         return [g for answers in results for g in answers]
 
     def _body(self, prompt: Prompt, settings: GenerationSettings) -> tuple[str, dict[str, Any]]:
