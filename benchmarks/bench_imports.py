@@ -20,7 +20,8 @@ TARGETS = {
     "import elical": "import elical",
     "import elical.run.config": "import elical.run.config",
     "import elical.cli": "import elical.cli",
-    "elical --help": "import sys; sys.argv = ['elical', '--help']; from elical.cli import app; app()",
+    "elical --help": ("import sys; sys.argv = ['elical', '--help']; from elical.cli import app\n"
+                      "try:\n    app()\nexcept SystemExit:\n    pass"),
 }
 HEAVY = ("torch", "transformers", "peft", "sklearn", "matplotlib", "pandas")
 

@@ -137,8 +137,11 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
         url = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
         args = ["annotate", str(qa), "-o", str(tmp_path / "out"), "--backend", "openai", "--base-url", url,
                 "--model", "m", "--k", "0", "--read-timeout", "5"]
+        # Ctrl-C as in a terminal, also where the tests run in the background (a shell's `&` ignores SIGINT,
+        # and an ignored SIGINT is inherited)
         proc = subprocess.Popen([sys.executable, "-m", "elical.cli", *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             connection, _ = server.accept()  # the command is in the middle of its work
             proc.send_signal(signal.SIGINT)
