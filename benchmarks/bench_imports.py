@@ -32,9 +32,9 @@ def timed(src: Path, code: str) -> tuple[float, list[str]]:
     probe = f"{code}\nimport sys; print('LOADED', *[m for m in {HEAVY!r} if m in sys.modules])"
     env = {**os.environ, "PYTHONPATH": str(src)}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     seconds = time.perf_counter() - start
-    loaded = next((line.split()[1:] for line in done.stdout.splitlines() if line.startswith("LOADED")), ["?"])
+    loaded = next(line.split()[1:] for line in done.stdout.splitlines() if line.startswith("LOADED"))
     return seconds, loaded
 
 

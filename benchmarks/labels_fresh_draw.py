@@ -56,7 +56,8 @@ def main() -> None:
         pool = [c for c in candidates(records, (task,)) if c.item not in seen]
         drawn = draw(pool, n, args.seed)
         if run is not None:  # each stratum's size scaled to its dataset's size in the run, a whole number
-            scale = {d: size / population(records, task)[d] for d, size in population(run, task).items()}
+            fresh = population(records, task)
+            scale = {d: size / fresh[d] for d, size in population(run, task).items()}
             sizes = Counter(c.stratum for c in pool)
             picked = Counter(c.stratum for c, _ in drawn)
             drawn = [(c, round(sizes[c.stratum] * scale[c.record.dataset]) / picked[c.stratum]) for c, _ in drawn]

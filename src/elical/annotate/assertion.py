@@ -370,7 +370,6 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
         ends_clause = any(re.search(rf"\b{re.escape(w)}\s*[,;]", sentence, re.IGNORECASE) for w in between if w in _ANTONYM)
         own_clause = bool(between) and (between[-1] in _ANTONYM or ends_clause or bool(_CLAUSE_JOIN & set(between)))
         return _under(option, _compares(between, choice, asked_rest) if own_clause else None, choice)
-    rest = [t for t in tokens[:position] + tokens[end:] if t.text not in FUNCTION_WORDS]
     states_comparison = _compares(words[:position] + words[end:], choice, asked_rest) is not None
     # "The film is A", "A is the answer", "A is the film." (the question's words): announced; but "A was
     # born" for "who was born first", cut off before its comparison, is unfinished
@@ -391,11 +390,11 @@ def _cut_before_answer(sentence: str) -> bool:
     text = sentence.rstrip()
     words = text.split()
     if len(words) > 2 and len(words[-1].strip("(\"'“")) <= 2 and not re.search(r"[.!?]$", words[-1]):
-        text = text[: text.rstrip().rfind(" ")].rstrip()  # a word cut off at the token limit
+        text = text[: text.rfind(" ")].rstrip()  # a word cut off at the token limit
     if re.search(r"[,;:(\[–—-]$", text):
         return True
     last = text.split()[-1].lower() if text.split() else ""
-    return last in FUNCTION_WORDS and last not in ("yes", "no", "it", "them", "him", "her", "this", "that")
+    return last in FUNCTION_WORDS and last not in ("it", "them", "him", "her", "this", "that")  # pronouns end
 
 
 def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str]) -> bool:
@@ -565,11 +564,12 @@ def _polarity(question: str, reply: str) -> str | None:
     restates the question's claim (every lower-case content word of the question after its auxiliary,
     in some form, the last in the sentence's predicate: "San Francesco, Pisa and Pistoia are located
     in the same country"), "yes", or "no" where that sentence is negated."""
-    said_in = next((s for s in sentences(reply) if {"yes", "no"} & {t.text for t in tokenize(s)}), None)
-    if said_in is not None:  # "No, the answer is not possible to give" withdraws its "no"
-        said = next(t.text for t in tokenize(said_in) if t.text in ("yes", "no"))
-        return None if _WITHDRAWN.search(said_in) and not _WITHDRAWN.search(question) else said
-    first = sentences(reply)[:1]
+    said = sentences(reply)
+    for sentence in said:
+        polar = next((t.text for t in tokenize(sentence) if t.text in ("yes", "no")), None)
+        if polar is not None:  # "No, the answer is not possible to give" withdraws its "no"
+            return None if _WITHDRAWN.search(sentence) and not _WITHDRAWN.search(question) else polar
+    first = said[:1]
     asked = tokenize(question)
     if not first or not asked or asked[0].text not in _YES_NO_START:
         return None
