@@ -133,7 +133,7 @@ def print_table(title: str, rows: list[dict]) -> None:
 
 
 def smollm2(device: str, spec: str = "smollm2"):
-    from elical.loading import load_model
+    from elical.model.loading import load_model
 
     model, tok, _ = load_model(spec, dtype="bfloat16" if device == "cuda" else "float32", device=device)
     return model, tok

@@ -84,7 +84,7 @@ def world_questions(n: int) -> list[str]:
 
 def model_folder(workdir: Path) -> Path:
     """A confidence model folder on the packaged world LM."""
-    from elical.model import ConfidenceModel, ModelConfig
+    from elical.model.network import ConfidenceModel, ModelConfig
 
     folder = workdir / "world-confidence"
     ConfidenceModel.create(ModelConfig(base_model="world-lm"), device="cpu").save(folder)

@@ -20,7 +20,7 @@ each elical's packed step, compared to ``base`` (the packed step as it runs by d
 * ``flex-layers``: the same with ``attn_implementation: flex_attention`` (attention only inside each
   packed prompt, by block mask, instead of sdpa's dense block-diagonal mask over a whole row);
   ``flex-detect``: the same with the mask of packed rows left to transformers (``own_packed_mask``
-  off: its packed-row detection syncs with the GPU on every forward), as before elical.packed_mask;
+  off: its packed-row detection syncs with the GPU on every forward), as before elical.model.packed_mask;
 * ``reduce-overhead``: the whole training forward compiled and replayed as CUDA graphs, micro-batches
   padded to static shapes (GPU only);
 * ``all``: bf16lora + fused + reduce-overhead (GPU only).
@@ -81,7 +81,7 @@ def build_model(size: str, device: torch.device, attn: str):
     """Random-weight Qwen2 classifier (bf16 on GPU) wrapped as a ConfidenceModel with fresh LoRA + head."""
     from transformers import AutoModelForSequenceClassification
 
-    from elical.model import ConfidenceModel, ModelConfig
+    from elical.model.network import ConfidenceModel, ModelConfig
 
     config_class, spec = architecture(size)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -116,7 +116,7 @@ def sync(device: torch.device) -> None:
 def peft_defaults(model, enabled: bool) -> None:
     """The authors' LoRA: peft's own forward, which casts each adapted input to the float32 adapter
     dtype; elical turns the cast off under autocast and fuses the update into one GEMM."""
-    from elical.model import set_fused_lora
+    from elical.model.network import set_fused_lora
 
     for module in model.modules():
         if hasattr(module, "cast_input_dtype_enabled"):

@@ -36,7 +36,7 @@ def check(folder: Path) -> None:
     import torch
 
     from elical import metrics
-    from elical.model import ConfidenceModel
+    from elical.model.network import ConfidenceModel
     from elical.records import read_records
     from elical.train.predict import predict_records
 

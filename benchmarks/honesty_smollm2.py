@@ -69,8 +69,8 @@ def main() -> None:
     from elical.annotate.config import AnnotateConfig
     from elical.annotate.pipeline import annotate
     from elical.honesty import HonestyConfig, TuneConfig, load_honesty_dir, run_honesty_comparison
-    from elical.honesty.evaluate import markdown_table
-    from elical.loading import load_model
+    from elical.honesty.scoring import markdown_table
+    from elical.model.loading import load_model
 
     timings: dict[str, float] = {}
     items = geo_items(args.seed)[: args.train + args.val + args.eval]
@@ -91,7 +91,7 @@ def main() -> None:
     evaluated = [by_id[i.id] for i in items[args.train + args.val :]]
 
     if args.predictions:
-        from elical.predictions import read_predictions
+        from elical.model.predictions import read_predictions
 
         confidences, gate_source = read_predictions(args.predictions).confidence, str(args.predictions)
         gate_name = "elical-gate"
@@ -127,8 +127,8 @@ def gate_only(args, items, extra) -> None:
 
     from elical.honesty import HonestyConfig
     from elical.honesty.compare import gate_rows
-    from elical.honesty.evaluate import markdown_table
-    from elical.predictions import read_predictions
+    from elical.honesty.scoring import markdown_table
+    from elical.model.predictions import read_predictions
     from elical.records import read_records
 
     if not args.predictions:

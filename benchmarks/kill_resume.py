@@ -67,7 +67,7 @@ def records_diff(base: list, got: list) -> Counter:
 
 def predictions_diff(base: Path, got: Path) -> Counter:
     """Predictions missing or not bit-identical in ``got`` against ``base`` (prediction files)."""
-    from elical.predictions import read_predictions
+    from elical.model.predictions import read_predictions
 
     a, b = read_predictions(base).confidence, read_predictions(got).confidence
     return Counter(predictions_lost=len(a.keys() - b.keys()),
@@ -157,7 +157,7 @@ def run_to_end(command: list[str]) -> float:
 
 def working_seconds(command: list[str], out: Path) -> float:
     """Run to completion and return the seconds from taking the folder's lock to the end."""
-    from elical.folder_lock import lock_paths
+    from elical.core.folder_lock import lock_paths
 
     owner = lock_paths(out)[1]
     proc = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -173,7 +173,7 @@ def working_seconds(command: list[str], out: Path) -> float:
 def kill_after(command: list[str], out: Path, seconds: float) -> int | None:
     """Start the command, SIGKILL it ``seconds`` after it took its folder's lock; the number of files it
     had written by then (None: it ended first)."""
-    from elical.folder_lock import lock_paths
+    from elical.core.folder_lock import lock_paths
 
     owner = lock_paths(out)[1]
     proc = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -223,7 +223,7 @@ DEFAULT_KEYS = {"annotate": {"records_lost", "records_duplicated", "records_diff
 def world_questions(path: Path, n: int) -> None:
     """``n`` questions of the packaged world as a QA JSONL file."""
     from elical.run.config import load_run_config
-    from elical.run.subjects import world_subject
+    from elical.run.subjects.by_name import world_subject
 
     cfg = load_run_config(overrides={"questions": {"max_train": n, "max_eval_per_dataset": 1}})
     items = [it for it in world_subject(cfg).items if it.split == "train"][:n]

@@ -24,7 +24,7 @@ from sklearn.metrics import roc_auc_score
 
 from elical.annotate.assertion import question_options
 from elical.confidence.base import score_records
-from elical.predictions import read_predictions
+from elical.model.predictions import read_predictions
 from elical.records import Record, read_parquet
 
 GROUPS = {"in-domain": ("nq", "hq", "2wiki", "pararel"), "ood": ("popqa", "squad", "wq")}

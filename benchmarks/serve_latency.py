@@ -119,7 +119,7 @@ def load_tokenizer(spec: str) -> Any:
     """The tokenizer of ``spec`` (alias, folder or .gguf), offline, through elical's model resolution."""
     from transformers import AutoTokenizer
 
-    from elical.loading import resolve_model
+    from elical.model.loading import resolve_model
 
     source = resolve_model(spec)
     files = {"gguf_file": source.gguf_file} if source.gguf_file else {}
@@ -132,7 +132,7 @@ def synthetic_base(size: str, tokenizer: Any, folder: Path, device: str) -> str:
     import torch
     import transformers
 
-    from elical.loading import resolve_dtype
+    from elical.model.loading import resolve_dtype
 
     config_name, sizes = ARCHS[size]
     sizes = {**sizes, "vocab_size": sizes["vocab_size"] or len(tokenizer)}
@@ -150,8 +150,8 @@ def synthetic_base(size: str, tokenizer: Any, folder: Path, device: str) -> str:
 
 def load_models(size: str, args: argparse.Namespace, workdir: Path) -> tuple[Any, Any]:
     """(confidence model as `elical serve` loads it, the server's HF answerer)."""
-    from elical.loading import pick_device
-    from elical.model import ConfidenceModel, ModelConfig
+    from elical.model.loading import pick_device
+    from elical.model.network import ConfidenceModel, ModelConfig
     from elical.serve.generation import Answerer
 
     device = str(pick_device(args.device))
@@ -187,7 +187,7 @@ def chat(question: str) -> list[dict[str, str]]:
 
 def batch_one(model: Any, answerer: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Confidence pass and answer generation, one request at a time (p50/p90 over --requests)."""
-    from elical.model import qa_prompt
+    from elical.model.network import qa_prompt
 
     questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(args.requests)]
     for q in questions[: args.warmup]:
@@ -288,7 +288,7 @@ async def load_rows(url: str, size: str, concurrency: int, args: argparse.Namesp
 
 def under_load(model: Any, answerer: Any, size: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Rows of :func:`load_rows` for each --concurrency, through one real server over these models."""
-    from elical.gate import Gate
+    from elical.model.gate import Gate
     from elical.serve.app import ServeOptions, create_app
 
     gate = Gate(0.0, "--tau", float("nan"), 0)  # tau 0: every request is answered

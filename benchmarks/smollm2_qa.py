@@ -97,8 +97,8 @@ def _weighted(values: list[tuple[float, int]]) -> float:
 def group_auroc(run: Path) -> dict[str, dict[str, float]]:
     """Per score file (model name): AUROC per group, datasets averaged weighted by their size (datasets
     where it is undefined, all answers right or all wrong, left out)."""
-    from elical.evaluate import DATASET_GROUPS
-    from elical.predictions import read_predictions
+    from elical.evaluation.evaluate import DATASET_GROUPS
+    from elical.model.predictions import read_predictions
     from elical.records import read_parquet
 
     evals = read_parquet(run / "records" / "eval.parquet")

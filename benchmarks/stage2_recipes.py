@@ -21,7 +21,7 @@ import numpy as np
 from elical.confidence.base import score_records
 from elical.metrics.bootstrap import bootstrap_weights, percentile_interval
 from elical.metrics.calibration import auroc_kernel
-from elical.predictions import read_predictions
+from elical.model.predictions import read_predictions
 from elical.records import read_parquet
 from labels_remeasure import GROUPS
 

@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--run", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    from elical.predictions import read_predictions
+    from elical.model.predictions import read_predictions
     from elical.records import read_parquet
 
     evaluated = read_parquet(args.run / "records" / "eval.parquet")
@@ -50,7 +50,7 @@ def main() -> None:
 
 def training_fit(model_dir: Path, pool: list) -> None:
     """Eli-Only's fit of self-consistency on its own calibration pool (its training and validation questions)."""
-    from elical.model import ConfidenceModel
+    from elical.model.network import ConfidenceModel
     from elical.train.predict import predict_records
 
     model = ConfidenceModel.from_pretrained(model_dir, device="cpu")

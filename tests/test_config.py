@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from elical import prompts
 from elical.annotate.backends.base import PAPER_SAMPLING, GenerationSettings
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.prompts import PromptConfig
-from elical.evaluate import EvalConfig
+from elical.core import wordings as prompts
+from elical.core.inputs import InputError
+from elical.evaluation.evaluate import EvalConfig
 from elical.honesty.config import HonestyConfig
-from elical.inputs import InputError
-from elical.model import ModelConfig
+from elical.model.network import ModelConfig
 from elical.records import Record
 from elical.run.config import RunConfig, load_run_config
 from elical.train.budgets import split_records, split_validation

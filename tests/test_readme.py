@@ -81,7 +81,7 @@ def parse(words: list[str]) -> tuple[str, dict]:
 def check_inputs(name: str, params: dict, line: str) -> None:
     """Every model a command names resolves, and every path it reads exists (relative to the current folder):
     each value of a Path option or argument but the outputs, and each other value that holds a '/'."""
-    from elical.loading import ALIASES, resolve_model
+    from elical.model.loading import ALIASES, resolve_model
     from extras import missing
 
     model = params.get("model")

@@ -1,4 +1,4 @@
-"""Typed seams: each judge and each dataset is declared once (elical.judge_registry, elical.data.registry) and
+"""Typed seams: each judge and each dataset is declared once (elical.annotate.judge_registry, elical.data.registry) and
 everything else derives from that entry; predict, gate and retrieve-eval take config classes; the command line
 calls the library by keyword."""
 
@@ -13,21 +13,23 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from elical import cli
+import elical.cli
 from elical.annotate.config import AnnotateConfig, JudgeConfig
 from elical.annotate.judge_check import DEFAULT_JUDGES
 from elical.annotate.judge_factory import BUILDERS, JUDGE_NAMES, judge_maker
 from elical.annotate.judges import JUDGE_VERSIONS, judge_version
-from elical.choices import ConsistencyJudgeKind, CorrectnessJudgeKind, SubjectName
+from elical.annotate.judge_registry import DEFAULT_JUDGE, JUDGES, checked_judges, judge_names
+from elical.cli import app as cli_app
+from elical.cli.common import JudgeName
+from elical.core.choices import ConsistencyJudgeKind, CorrectnessJudgeKind, SubjectName
+from elical.core.inputs import one_line
 from elical.data.registry import GROUP_ORDER, REGISTRY, dataset_group, display_name, lookup
-from elical.eval_config import DATASET_GROUPS, EvalConfig
-from elical.inputs import one_line
-from elical.judge_registry import DEFAULT_JUDGE, JUDGES, checked_judges, judge_names
+from elical.evaluation.config import DATASET_GROUPS, EvalConfig
 from elical.report.tables import column_label, column_layout
 from elical.retrieval.config import RetrievalSettings, RetrieveEvalConfig
 from elical.train.predict_config import GateConfig, PredictConfig
 
-CLI = Path(cli.__file__)
+CLI = sorted(Path(elical.cli.__file__).parent.glob("*.py"))  # the command line's modules, one per command group
 
 # Judge names and versions are cache keys and settings digests: they never change by accident.
 VERSIONED = {"match": "match@6", "mention": "mention@3", "exact": "exact@4", "paper": "paper@1", "answer": "answer@5",
@@ -41,7 +43,7 @@ def test_judge_names_and_versions_are_unchanged():
 
 
 def test_every_registered_judge_is_offered_accepted_and_built():
-    assert [j.value for j in cli.JudgeName] == list(JUDGES)  # judge-check --judge
+    assert [j.value for j in JudgeName] == list(JUDGES)  # judge-check --judge
     assert set(BUILDERS) == set(JUDGES)  # a builder per entry, no builder without one
     for task, kind in (("correctness", CorrectnessJudgeKind), ("consistency", ConsistencyJudgeKind)):
         allowed = get_args(kind)
@@ -124,7 +126,7 @@ def test_the_new_configs_default_to_the_commands_defaults():
     ("--subject", "moon", "'world', 'geo', 'qa'"),
 ])
 def test_retrieve_eval_refuses_a_value_outside_its_choice(tmp_path, option, value, allowed):
-    result = CliRunner().invoke(cli.app, ["retrieve-eval", str(tmp_path), "-p", str(tmp_path / "p.csv"), "-o",
+    result = CliRunner().invoke(cli_app, ["retrieve-eval", str(tmp_path), "-p", str(tmp_path / "p.csv"), "-o",
                                           str(tmp_path / "out"), option, value])
     assert result.exit_code == 2 and f"'{value}' is not one of" in result.output
     assert allowed in " ".join(result.output.replace("│", " ").split())
@@ -132,7 +134,7 @@ def test_retrieve_eval_refuses_a_value_outside_its_choice(tmp_path, option, valu
 
 
 def _elical_names(tree: ast.Module) -> set[str]:
-    """Names cli.py imports from elical modules, and the functions it defines."""
+    """Names a module of elical.cli imports from elical modules, and the functions it defines."""
     names = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("elical"):
@@ -141,11 +143,13 @@ def _elical_names(tree: ast.Module) -> set[str]:
 
 
 def test_the_command_line_calls_the_library_by_keyword():
-    tree = ast.parse(CLI.read_text())
-    ours = _elical_names(tree)
-    crowded = [f"line {node.lineno}: {ast.unparse(node.func)}" for node in ast.walk(tree)
-               if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ours
-               and len(node.args) > 3]
+    crowded = []
+    for path in CLI:
+        tree = ast.parse(path.read_text())
+        ours = _elical_names(tree)
+        crowded += [f"{path.name} line {node.lineno}: {ast.unparse(node.func)}" for node in ast.walk(tree)
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ours
+                    and len(node.args) > 3]
     assert crowded == []
 
 

@@ -28,19 +28,17 @@ PACKAGE = "elical"
 # A layer is a list of module prefixes ("elical.records" covers elical.records and elical.records.*);
 # the longest matching prefix decides a module's layer. Every elical module must match one.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("base", [  # values, formats and files: records, QA data, metrics, settings, locks
-        "elical._lazy", "elical.choices", "elical.judge_registry", "elical.strict_json", "elical.redact",
-        "elical.inputs", "elical.provenance", "elical.prompts", "elical.model_key", "elical.packed_mask", "elical.settings_contract",
-        "elical.yaml_config", "elical.folder_lock", "elical.fingerprint", "elical.records", "elical.data",
-        "elical.metrics",
+    ("base", [  # values, formats and files: the core modules, records, QA data, metrics, judge declarations
+        "elical.core", "elical.annotate.judge_registry", "elical.model.key", "elical.model.packed_mask",
+        "elical.records", "elical.data", "elical.metrics",
         "elical.run.folder",  # the run folder's paths: the label audit (a workflow) reads run folders too
     ]),
     ("scoring", [  # numbers from records and scores, no model: estimators, evaluation, reports, the gate, the world
-        "elical.confidence", "elical.predictions", "elical.synthetic", "elical.eval_config", "elical.evaluate",
-        "elical.differences", "elical.report", "elical.gate", "elical.world",
+        "elical.confidence", "elical.model.predictions", "elical.model.gate", "elical.data.synthetic",
+        "elical.evaluation", "elical.report", "elical.world",
     ]),
-    ("models", [  # loading, training and applying the confidence model
-        "elical.loading", "elical.model_settings", "elical.model_folder", "elical.model", "elical.train",
+    ("models", [  # loading, training and applying the confidence model (elical.model: its package __init__)
+        "elical.model", "elical.train",
     ]),
     ("workflows", [  # annotation, adaptive retrieval, honesty methods, label audits
         "elical.annotate", "elical.retrieval", "elical.honesty", "elical.audit",

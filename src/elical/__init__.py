@@ -12,14 +12,14 @@ __version__ = "0.1.0"
 __all__ = ["ConfidenceModel", "__version__"]
 
 if TYPE_CHECKING:
-    from elical.model import ConfidenceModel
+    from elical.model.network import ConfidenceModel
 
 
-_LAZY = {"ConfidenceModel": "elical.model"}  # name -> the module that defines it (tools/check_imports.py reads it)
+_LAZY = {"ConfidenceModel": "elical.model.network"}  # name -> the module that defines it (tools/check_imports.py reads it)
 
 
 def __getattr__(name: str) -> Any:
-    """Lazy export of :class:`elical.model.ConfidenceModel`, so ``import elical`` stays cheap."""
+    """Lazy export of :class:`elical.model.network.ConfidenceModel`, so ``import elical`` stays cheap."""
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'elical' has no attribute {name!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from elical._lazy import lazy_exports
+from elical.core._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, group

@@ -11,14 +11,14 @@ from elical.annotate.backends.base import PAPER_SAMPLING, GenerationSettings
 from elical.annotate.backends.vllm import VLLMSettings
 from elical.annotate.consistency import ANSWER_THRESHOLD
 from elical.annotate.prompts import PromptConfig
-from elical.choices import BackendName, ConsistencyJudgeKind, CorrectnessJudgeKind, Engine
+from elical.core.choices import BackendName, ConsistencyJudgeKind, CorrectnessJudgeKind, Engine
 from elical.data.items import parse_shard
-from elical.inputs import Device, Distinct, Range, Seed
-from elical.judge_registry import DEFAULT_JUDGE
+from elical.core.inputs import Device, Distinct, Range, Seed
+from elical.annotate.judge_registry import DEFAULT_JUDGE
 from elical.records.record import verbal_kind
-from elical.redact import MASK, redact
-from elical.settings_contract import Output, output_settings
-from elical.yaml_config import YamlConfig
+from elical.core.redact import MASK, redact
+from elical.core.settings_contract import Output, output_settings
+from elical.core.yaml_config import YamlConfig
 
 # Settings of how, not what, is annotated are marked Output.NEVER (a rerun may change them and resume): where the
 # model runs (device, server address and key), speed (batch_size, shared_prefix, concurrency), shard files
@@ -52,7 +52,7 @@ class JudgeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    correctness: CorrectnessJudgeKind = DEFAULT_JUDGE["correctness"]  # "match" (elical.judge_registry)
+    correctness: CorrectnessJudgeKind = DEFAULT_JUDGE["correctness"]  # "match" (elical.annotate.judge_registry)
     consistency: ConsistencyJudgeKind = DEFAULT_JUDGE["consistency"]  # "answer"
     llm_model: str | None = None  # judge model for `llm`/`cascade` (path, alias); None = the answering model
     embedding_model: str | None = None  # None = the packaged all-MiniLM-L6-v2 (`embedding` and `answer`)

@@ -23,7 +23,7 @@ from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_factory import judge_maker
 from elical.annotate.judge_models import AnswerJudge, cosine_pairs
 from elical.annotate.judges import Judge, JudgeQuery, Task
-from elical.judge_registry import BOTH, checked_judges
+from elical.annotate.judge_registry import BOTH, checked_judges
 from elical.records import iter_json_objects
 
 ALL = "all"
@@ -139,7 +139,7 @@ def threshold_report(pairs: Sequence[Pair], judge: AnswerJudge) -> str:
     )
 
 
-# the offline judges of each task (elical.judge_registry's `checked`), scored when none is named
+# the offline judges of each task (elical.annotate.judge_registry's `checked`), scored when none is named
 DEFAULT_JUDGES: dict[str, tuple[str, ...]] = {task: checked_judges(task) for task in BOTH}
 
 

@@ -19,19 +19,19 @@ from elical.annotate.judges import (
     MatchJudge,
     MentionJudge,
 )
-from elical.judge_registry import judge_names
+from elical.annotate.judge_registry import judge_names
 
 if TYPE_CHECKING:
     from elical.annotate.judge_models import AnswerJudge
 
-JUDGE_NAMES = judge_names()  # every judge of elical.judge_registry, in its order
+JUDGE_NAMES = judge_names()  # every judge of elical.annotate.judge_registry, in its order
 
 
 def _llm_judge(config: AnnotateConfig, backend: Any) -> Judge:
     from elical.annotate.judge_models import LLMJudge
 
     if config.judges.llm_model:
-        from elical.loading import load_model
+        from elical.model.loading import load_model
 
         model, tokenizer, source = load_model(config.judges.llm_model, dtype=config.dtype, device=config.device)
         return LLMJudge(model, tokenizer, config.prompts, config.judges.batch_size, label=source.name)
@@ -51,7 +51,7 @@ def _answer_or_none(make: Callable[[str], Judge]) -> AnswerJudge | None:
 
 
 # How each judge of the registry is built: (the annotate settings, a backend whose model the llm judge may use,
-# the maker, for judges built from other judges) -> the judge. One builder per elical.judge_registry entry.
+# the maker, for judges built from other judges) -> the judge. One builder per elical.annotate.judge_registry entry.
 Builder = Callable[[AnnotateConfig, Any, Callable[[str], Judge]], Judge]
 
 

@@ -32,7 +32,7 @@ from elical.annotate.text import (
     tokenize,
 )
 from elical.data.items import CHOICE_LETTERS
-from elical.judge_registry import JUDGES, Task
+from elical.annotate.judge_registry import JUDGES, Task
 
 if TYPE_CHECKING:
     from elical.annotate.judge_models import AnswerJudge

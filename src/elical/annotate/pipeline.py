@@ -3,7 +3,7 @@
 Output folder layout::
 
     out_dir/annotate.yaml                    the AnnotateConfig of the run
-    out_dir/settings/annotate.json           the settings that decide the records (elical.fingerprint)
+    out_dir/settings/annotate.json           the settings that decide the records (elical.core.fingerprint)
     out_dir/meta-IofN.json                   versions, backend, judges, judge-call counters of shard I of N
     out_dir/shards/part-IofN-00000.parquet   records, one file per chunk (written by atomic rename)
     out_dir/shards/expected-IofN.json        ids shard I of N must hold (merge checks against it)
@@ -12,7 +12,7 @@ Output folder layout::
 Rerunning the same command skips the questions already in shard files, so a killed run loses at most
 its current chunk (``chunk_size`` questions, or fewer once it has run ``chunk_seconds``); a rerun whose
 output settings differ is refused (``overwrite`` starts over), and a second process on the folder fails
-at once (elical.folder_lock). A question whose generation keeps failing is recorded with ``failure`` set.
+at once (elical.core.folder_lock). A question whose generation keeps failing is recorded with ``failure`` set.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from elical.annotate.progress import annotate_progress
 from elical.annotate.prompts import qa_prompt, verbal_prompt
 from elical.annotate.verbal import load_verbal_examples
 from elical.data.items import QAItem, parse_shard, select_shard
-from elical.fingerprint import check_or_write_settings, path_version
-from elical.folder_lock import folder_lock
-from elical.inputs import InputError
+from elical.core.fingerprint import check_or_write_settings, path_version
+from elical.core.folder_lock import folder_lock
+from elical.core.inputs import InputError
 from elical.records import Record, atomic_write, read_parquet, write_parquet
 
 
@@ -237,10 +237,10 @@ def annotate(
     """Annotate the items of ``config.shard`` and return their records in item order.
 
     With ``out_dir``, records go to shard files as each chunk finishes and a rerun continues where
-    the last one stopped. One process at a time works in a folder (elical.folder_lock), and only with
-    the settings its records were made with (:func:`annotation_fingerprint`; elical.fingerprint says
+    the last one stopped. One process at a time works in a folder (elical.core.folder_lock), and only with
+    the settings its records were made with (:func:`annotation_fingerprint`; elical.core.fingerprint says
     what a mismatch does); ``overwrite`` deletes the folder's annotation outputs and starts over.
-    ``versions`` identify inputs the config only names (elical.loading.model_version of the model).
+    ``versions`` identify inputs the config only names (elical.model.loading.model_version of the model).
     ``judges`` defaults to the config's judges (a single Judge is used for both tasks).
     """
     config = config or AnnotateConfig()

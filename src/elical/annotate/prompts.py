@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from elical.annotate.backends.base import Message
 from elical.data.items import CHOICE_LETTERS, QAItem
-from elical.prompts import (
+from elical.core.wordings import (
     JUDGE_CONSISTENCY_TEMPLATE,
     JUDGE_CORRECTNESS_TEMPLATE,
     JUDGE_NO,
@@ -24,7 +24,7 @@ from elical.prompts import (
 
 
 class PromptConfig(BaseModel):
-    """Every prompt wording of an annotation run; defaults are the authors' (elical.prompts; keep them to
+    """Every prompt wording of an annotation run; defaults are the authors' (elical.core.wordings; keep them to
     compare with the paper)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -41,7 +41,7 @@ class PromptConfig(BaseModel):
     @field_validator("qa", mode="before")
     @classmethod
     def _named_style(cls, value: object) -> object:
-        """A style name ('paper', 'short': :data:`elical.prompts.QA_STYLES`) stands for its template."""
+        """A style name ('paper', 'short': :data:`elical.core.wordings.QA_STYLES`) stands for its template."""
         return QA_STYLES.get(value, value) if isinstance(value, str) else value
 
     @field_validator("qa", "verbal")

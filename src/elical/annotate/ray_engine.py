@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from elical.annotate.config import RaySettings
-from elical.inputs import InputError
+from elical.core.inputs import InputError
 
 if TYPE_CHECKING:
     from elical.annotate.config import AnnotateConfig
@@ -143,7 +143,7 @@ def _plan(items: Sequence[QAItem], count: int, out: Path) -> dict[str, list[QAIt
     import json
 
     from elical.data.items import select_shard
-    from elical.records import atomic_write
+    from elical.core.io import atomic_write
 
     (out / "shards").mkdir(parents=True, exist_ok=True)
     shards = {}

@@ -20,9 +20,9 @@ def annotate_sources(
     the folder's earlier annotation (which a change of settings otherwise refuses)."""
     from elical.annotate.pipeline import annotate, annotation_fingerprint, step_outputs
     from elical.data import load_many
-    from elical.fingerprint import check_or_write_settings
-    from elical.folder_lock import folder_lock
-    from elical.loading import model_version, resolve_model
+    from elical.core.fingerprint import check_or_write_settings
+    from elical.core.folder_lock import folder_lock
+    from elical.model.loading import model_version, resolve_model
 
     out = Path(out_dir)
     if config.backend == "hf":

@@ -41,7 +41,7 @@ from elical.audit.sample import (  # the folder's names and judges_found: import
     write_sheet,
 )
 from elical.audit.score import Labelled, quality_table, weighted_auroc
-from elical.inputs import InputError, check_output
+from elical.core.inputs import InputError, check_output
 from elical.records import Record, atomic_write, iter_json_objects, read_records
 from elical.run.folder import RunFolder
 
@@ -398,7 +398,7 @@ def _method_confidences(run: Path | None, record_files: Sequence[str], ids: set[
         for name, values in scores.items():
             methods.append((name, "training-free", {r.id: float(v) for r, v in zip(records, values)}))
     if run is not None and RunFolder(run).scores.is_dir():
-        from elical.predictions import read_predictions
+        from elical.model.predictions import read_predictions
 
         for path in sorted(RunFolder(run).scores.glob("*.parquet")):
             try:
@@ -455,7 +455,7 @@ def score_audit(sheet_or_out_dir: PathLike, labels_path: PathLike, *, n_resample
     and category (population-weighted error, precision and recall with stratified bootstrap intervals), and
     the estimated effect of the judge's errors on each method's AUROC. Writes quality.md, quality.html and
     quality.json beside the sheet."""
-    from elical.audit.report import quality_document
+    from elical.audit.audit_report import quality_document
     from elical.report.document import to_markdown, write_document
 
     given = Path(sheet_or_out_dir)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from elical.audit.sample import CATEGORIES
-from elical.records import atomic_write
+from elical.core.io import atomic_write
 
 # The only fields of a sheet row the page carries: nothing of the judge (judge, decision, stratum, weight).
 BLIND_FIELDS = ("item", "task", "dataset", "question", "answer", "gold", "a", "b", "choices")

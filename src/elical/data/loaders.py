@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from elical.data.items import CHOICE_LETTERS, QAItem
 from elical.data.registry import ConversionError, lookup
-from elical.inputs import InputError, read_text, text_lines
+from elical.core.inputs import InputError, read_text, text_lines
 from elical.records import (
     KNOWN_SPLITS,
     RecordError,
@@ -20,7 +20,7 @@ from elical.records import (
     dedupe_ids,
     iter_json_objects,
 )
-from elical.strict_json import JsonError, loads
+from elical.core.strict_json import JsonError, loads
 
 
 class _OfDataset(Protocol):

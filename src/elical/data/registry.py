@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from elical.strict_json import JsonError, describe, loads
+from elical.core.strict_json import JsonError, describe, loads
 
 Converted = tuple[str, list[str], "list[str] | None"]
 Converter = Callable[[dict[str, Any]], Converted]

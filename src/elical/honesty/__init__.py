@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from elical._lazy import lazy_exports
+from elical.core._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from elical.honesty.builders import (
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     )
     from elical.honesty.compare import run_honesty_comparison, run_honesty_plan
     from elical.honesty.config import METHODS, REFUSAL, HonestyConfig, HonestyPlan, TuneConfig
-    from elical.honesty.evaluate import evaluate_adapter, load_honesty_dir, load_honesty_set
-    from elical.honesty.gate import Gate, choose_tau
+    from elical.honesty.scoring import evaluate_adapter, load_honesty_dir, load_honesty_set
+    from elical.honesty.gating import Gate, choose_tau
     from elical.honesty.refusal import detect_refusals, is_refusal
     from elical.honesty.tune import TuneResult, tune
 
@@ -35,11 +35,11 @@ _LAZY = {  # name -> the submodule that defines it, imported on first use (PEP 5
     "HonestyConfig": "elical.honesty.config",
     "HonestyPlan": "elical.honesty.config",
     "TuneConfig": "elical.honesty.config",
-    "evaluate_adapter": "elical.honesty.evaluate",
-    "load_honesty_dir": "elical.honesty.evaluate",
-    "load_honesty_set": "elical.honesty.evaluate",
-    "Gate": "elical.honesty.gate",
-    "choose_tau": "elical.honesty.gate",
+    "evaluate_adapter": "elical.honesty.scoring",
+    "load_honesty_dir": "elical.honesty.scoring",
+    "load_honesty_set": "elical.honesty.scoring",
+    "Gate": "elical.honesty.gating",
+    "choose_tau": "elical.honesty.gating",
     "detect_refusals": "elical.honesty.refusal",
     "is_refusal": "elical.honesty.refusal",
     "TuneResult": "elical.honesty.tune",

@@ -32,8 +32,8 @@ def tune_from_files(
 ) -> tuple[TuneResult, dict]:
     """Build the method's examples from record files (checked first, before the output folder's lock is
     taken: bad records leave nothing behind), tune LoRA on the model, save; one process at a time per
-    output folder (elical.folder_lock)."""
-    from elical.folder_lock import folder_lock
+    output folder (elical.core.folder_lock)."""
+    from elical.core.folder_lock import folder_lock
     from elical.records import read_records
 
     examples = build_examples(check_records(read_records(list(records))), config.method, config)
@@ -47,7 +47,7 @@ def _tune_locked(
 ) -> tuple[TuneResult, dict]:
     """:func:`tune_from_files` once it holds the output folder's lock."""
     from elical.honesty.tune import tune
-    from elical.loading import load_model
+    from elical.model.loading import load_model
 
     lm, tokenizer, source = load_model(model, device=config.tune.device)
     result = tune(examples, lm, tokenizer, config, out, progress=progress, base_name=source.name or model)
@@ -64,7 +64,7 @@ def eval_items(records: Sequence[str | os.PathLike], honesty_data: str | os.Path
     """The questions honesty-eval answers: those of the record files, then PUQA/PKQA's; ``limit`` keeps the
     first n of each dataset (each PUQA/PKQA file is one), as annotate's does."""
     from elical.data.loaders import first_of_each_dataset
-    from elical.honesty.evaluate import items_from_records, load_honesty_dir
+    from elical.honesty.scoring import items_from_records, load_honesty_dir
     from elical.records import read_records
 
     items = items_from_records(first_of_each_dataset(read_records(list(records)), limit)) if records else []
@@ -86,8 +86,8 @@ def eval_from_files(
 ) -> pd.DataFrame:
     """Answer record questions and/or PUQA/PKQA (:func:`eval_items`) with and without the adapter, score,
     optionally add the EliCal gate (prediction file + validation records), and write the table under ``out``."""
-    from elical.honesty.evaluate import evaluate_adapter, write_scores
-    from elical.loading import load_model
+    from elical.honesty.scoring import evaluate_adapter, write_scores
+    from elical.model.loading import load_model
     from elical.records import read_records
 
     items = eval_items(records, honesty_data, limit)
@@ -125,7 +125,7 @@ def _add_gate(table, answers, items, val, predictions, config):
     import numpy as np
 
     from elical.honesty.compare import GATE_METHOD, gate_rows
-    from elical.predictions import read_predictions
+    from elical.model.predictions import read_predictions
 
     preds = read_predictions(predictions)
     if {i.id for i in items} & {r.id for r in val}:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import json
 import random
 import warnings
 from collections.abc import Mapping, Sequence
@@ -25,14 +24,15 @@ import pandas as pd
 from elical.data.items import QAItem
 from elical.honesty.builders import HonestyInputError, build_examples, check_records
 from elical.honesty.config import METHODS, HonestyConfig, HonestyPlan
-from elical.honesty.evaluate import (
+from elical.honesty.gating import Gate, choose_tau, confidences_for, gate_answers, gated_texts
+from elical.honesty.scoring import (
     answer_table,
     generate_answers,
     items_from_records,
     score_rows,
     write_scores,
 )
-from elical.honesty.gate import Gate, choose_tau, confidences_for, gate_answers, gated_texts
+from elical.model.gate import GATE_FILE, save_gate
 from elical.records import Record
 from elical.train.budgets import split_records
 
@@ -170,7 +170,10 @@ def compare_honesty(
                             "n_validation": gate.n_validation}
         write_scores(result, out, "honesty_comparison", meta)
         pd.concat(frames, ignore_index=True).to_parquet(out / "answers.parquet", index=False)
-        (out / "gate.json").write_text(json.dumps(meta.get("gate"), indent=2), encoding="utf-8")
+        if gate is not None:
+            save_gate(gate, out, name=gate_name)
+        else:  # no confidences, no gate: no gate.json (nor one of an earlier comparison in this folder)
+            (out / GATE_FILE).unlink(missing_ok=True)
     return Comparison(result, gate)
 
 
@@ -238,7 +241,7 @@ def run_honesty_plan(
 ) -> Comparison:
     """:func:`compare_honesty` as a run config's ``honesty:`` section asks (PUQA/PKQA added from
     ``plan.honesty_data``, tuning questions capped by a seeded draw): the table and the fitted gate."""
-    from elical.honesty.evaluate import load_honesty_dir
+    from elical.honesty.scoring import load_honesty_dir
 
     extra = load_honesty_dir(plan.honesty_data, limit=plan.honesty_limit) if plan.honesty_data else []
     train = list(train_records)

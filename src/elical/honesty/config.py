@@ -11,11 +11,11 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from elical.choices import Method
-from elical.inputs import Device, Distinct, Range, Seed
-from elical.prompts import QA_TEMPLATE, SYSTEM_PROMPT
-from elical.settings_contract import Output
-from elical.yaml_config import YamlConfig
+from elical.core.choices import Method
+from elical.core.inputs import Device, Distinct, Range, Seed
+from elical.core.wordings import QA_TEMPLATE, SYSTEM_PROMPT
+from elical.core.settings_contract import Output
+from elical.core.yaml_config import YamlConfig
 
 METHODS: tuple[Method, ...] = ("sft", "absolute", "confidence-num", "confidence-verb", "multisample")
 GateObjective = Literal["honesty", "decision_accuracy"]

@@ -203,7 +203,7 @@ def _save_tuned(peft_model: Any, examples: Sequence[SFTExample], config: Honesty
                 meta: dict[str, Any], losses: list[float]) -> Path:
     """Write the adapter (``out/adapter``, returned), the config, the examples and ``tune_meta.json``
     (provenance, method, base model, ``meta`` and the losses)."""
-    from elical.provenance import provenance
+    from elical.core.provenance import provenance
 
     adapter_dir = out / "adapter"
     peft_model.save_pretrained(adapter_dir)
@@ -219,7 +219,7 @@ def write_examples(examples: Sequence[SFTExample], path: str | Path) -> None:
     """The training examples as JSONL (what the adapter was trained on)."""
     from dataclasses import asdict
 
-    from elical.records import atomic_write
+    from elical.core.io import atomic_write
 
     with atomic_write(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(asdict(ex), ensure_ascii=False) + "\n" for ex in examples)

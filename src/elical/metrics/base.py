@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from elical.choices import BinStrategy, Convention  # noqa: F401  (the metrics' own names for them)
+from elical.core.choices import BinStrategy, Convention  # noqa: F401  (the metrics' own names for them)
 
 ArrayLike = Sequence[float] | np.ndarray
 LOWER_IS_BETTER_PREFIXES = ("ece", "brier")  # ECE (any bins: 'ece@10-uniform') and Brier are errors

@@ -15,7 +15,7 @@ from elical.records.record import (
     is_logprob,
     verbal_kind,
 )
-from elical.strict_json import describe
+from elical.core.strict_json import describe
 
 JsonlFormat = Literal["elical", "honestybench"]
 
@@ -95,7 +95,7 @@ def _single(value: Any, name: str) -> Any:
 
 
 def _show(value: Any) -> str:
-    """A scalar as its repr, a container as :func:`~elical.strict_json.describe` says it."""
+    """A scalar as its repr, a container as :func:`~elical.core.strict_json.describe` says it."""
     return describe(value) if isinstance(value, (list, dict)) or value is None else repr(value)[:80]
 
 

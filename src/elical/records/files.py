@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from elical.inputs import InputError, text_lines
+from elical.core.inputs import InputError, text_lines
+from elical.core.io import atomic_write
+from elical.core.strict_json import JsonError, describe, loads
 from elical.records.convert import (
     JsonlFormat,
     _FieldError,
@@ -30,7 +32,6 @@ from elical.records.record import (
     Record,
     RecordError,
 )
-from elical.strict_json import JsonError, describe, loads
 
 
 def dataset_and_split_from_path(path: str | os.PathLike) -> tuple[str, str]:
@@ -493,21 +494,3 @@ def dedupe_ids(items: list[IdT]) -> list[IdT]:
         if count > 1:
             item.id = f"{item.id}-{count}"
     return items
-
-
-class atomic_write:
-    """Context manager giving a temporary path that is renamed onto ``path`` on success."""
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-
-    def __enter__(self) -> Path:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        return self.tmp
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        elif self.tmp.exists():
-            self.tmp.unlink()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from elical._lazy import lazy_exports
+from elical.core._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from elical.report.document import Document, write_document

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from markdown_it import MarkdownIt
 
-from elical.records import atomic_write
+from elical.core.io import atomic_write
 
 MISSING = "–"  # a value that is not defined (NaN), in every table
 _INLINE = MarkdownIt("commonmark", {"html": False})  # raw HTML in the text is escaped, never passed through

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from elical.data.registry import display_name, paper_position
-from elical.evaluate import AVERAGE, GROUP_ORDER
+from elical.evaluation.evaluate import AVERAGE, GROUP_ORDER
 from elical.metrics.base import higher_is_better, metric_label
 from elical.report.document import MISSING, Block, Heading, Table, blocks_markdown
 

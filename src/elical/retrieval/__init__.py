@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from elical._lazy import lazy_exports
+from elical.core._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from elical.retrieval.answer import RetrievedAnswers, answer_with_retrieval
     from elical.retrieval.augment import augmented_prompt, record_item
     from elical.retrieval.config import RetrievalSettings
     from elical.retrieval.corpora import geo_passages, packaged_world, subject_passages, world_passages
-    from elical.retrieval.evaluate import (
+    from elical.retrieval.outcome import (
         RetrievalOutcome,
         gated_curve,
         retrieval_outcome,
@@ -35,11 +35,11 @@ _LAZY = {  # name -> the submodule that defines it, imported on first use (PEP 5
     "packaged_world": "elical.retrieval.corpora",
     "subject_passages": "elical.retrieval.corpora",
     "world_passages": "elical.retrieval.corpora",
-    "RetrievalOutcome": "elical.retrieval.evaluate",
-    "gated_curve": "elical.retrieval.evaluate",
-    "retrieval_outcome": "elical.retrieval.evaluate",
-    "retrievals_needed": "elical.retrieval.evaluate",
-    "risk_coverage_table": "elical.retrieval.evaluate",
+    "RetrievalOutcome": "elical.retrieval.outcome",
+    "gated_curve": "elical.retrieval.outcome",
+    "retrieval_outcome": "elical.retrieval.outcome",
+    "retrievals_needed": "elical.retrieval.outcome",
+    "risk_coverage_table": "elical.retrieval.outcome",
     "Retriever": "elical.retrieval.index",
     "Passage": "elical.retrieval.passages",
     "read_passages": "elical.retrieval.passages",

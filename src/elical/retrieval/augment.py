@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from elical.annotate.backends.base import Message
 from elical.annotate.prompts import PromptConfig, qa_prompt
 from elical.data.items import QAItem
-from elical.prompts import RETRIEVAL_TEMPLATE
+from elical.core.wordings import RETRIEVAL_TEMPLATE
 from elical.records import Record
 from elical.retrieval.passages import Passage
 
@@ -29,7 +29,7 @@ def passages_text(passages: Sequence[Passage]) -> str:
 
 def augmented_prompt(item: QAItem, passages: Sequence[Passage], prompts: PromptConfig | None = None) -> list[Message]:
     """The item's answering prompt (same system prompt and wording as without retrieval) with the passages
-    before it (:data:`elical.prompts.RETRIEVAL_TEMPLATE`)."""
+    before it (:data:`elical.core.wordings.RETRIEVAL_TEMPLATE`)."""
     messages = qa_prompt(item, prompts)
     user = messages[-1]
     text = RETRIEVAL_TEMPLATE.format(passages=passages_text(passages), prompt=user["content"])

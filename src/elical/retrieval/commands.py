@@ -10,7 +10,7 @@ from pathlib import Path
 from elical.annotate.prompts import PromptConfig
 from elical.records import Record
 from elical.retrieval.config import RetrieveEvalConfig
-from elical.retrieval.evaluate import RetrievalOutcome, retrieval_outcome
+from elical.retrieval.outcome import RetrievalOutcome, retrieval_outcome
 
 
 def default_model(subject: str) -> str:
@@ -54,7 +54,7 @@ def retrieve_eval_from_files(records: Sequence[str | os.PathLike], predictions: 
     from elical.annotate.config import AnnotateConfig
     from elical.annotate.judge_factory import judge_maker
     from elical.annotate.run import build_backend
-    from elical.predictions import read_predictions
+    from elical.model.predictions import read_predictions
     from elical.records import read_records
     from elical.retrieval.corpora import subject_passages
     from elical.retrieval.index import Retriever

@@ -8,10 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from elical.annotate.backends.base import GenerationSettings
 from elical.annotate.prompts import PromptConfig
-from elical.choices import CorrectnessJudgeKind, SubjectName
-from elical.inputs import Device, Range
-from elical.judge_registry import DEFAULT_JUDGE
-from elical.settings_contract import Output
+from elical.core.choices import CorrectnessJudgeKind, SubjectName
+from elical.core.inputs import Device, Range
+from elical.annotate.judge_registry import DEFAULT_JUDGE
+from elical.core.settings_contract import Output
 
 
 class RetrievalSettings(BaseModel):
@@ -47,7 +47,7 @@ class RetrieveEvalConfig(BaseModel):
     model: str | None = Field(None, description=(
         "the answering model (None: the packaged world LM for world, smollm2 otherwise)"))
     judge: CorrectnessJudgeKind = Field(DEFAULT_JUDGE["correctness"], description=(
-        "the correctness judge of the answers after retrieval (elical.judge_registry)"))
+        "the correctness judge of the answers after retrieval (elical.annotate.judge_registry)"))
     device: Device = Field("auto", description="cpu, cuda, ... (auto: a GPU if any)")
     dtype: str = Field("auto", description="float32, bfloat16, ... (auto: the model's)")
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description=(

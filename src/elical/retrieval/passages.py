@@ -10,9 +10,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from elical.inputs import InputError, one_line
-from elical.records import atomic_write
-from elical.strict_json import JsonError, loads
+from elical.core.inputs import InputError, one_line
+from elical.core.io import atomic_write
+from elical.core.strict_json import JsonError, loads
 
 
 @dataclass(frozen=True)

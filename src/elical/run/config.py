@@ -26,15 +26,15 @@ from pydantic import (
 )
 
 from elical.annotate.config import AnnotateConfig
-from elical.choices import SubjectName
-from elical.eval_config import EvalConfig
+from elical.core.choices import SubjectName
+from elical.evaluation.config import EvalConfig
 from elical.honesty.config import HonestyPlan
-from elical.inputs import Distinct, InputError, Range, Seed, one_line
-from elical.model_key import ModelKey
+from elical.core.inputs import Distinct, InputError, Range, Seed, one_line
+from elical.model.key import ModelKey
 from elical.retrieval.config import RetrievalSettings
 from elical.train.config import Mode, TrainSettings, stage2_epochs
 from elical.world.config import WorldConfig
-from elical.yaml_config import YamlConfig, line_finder, read_yaml_mapping
+from elical.core.yaml_config import YamlConfig, line_finder, read_yaml_mapping
 
 NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
@@ -82,7 +82,7 @@ class GeoConfig(BaseModel):
 
 
 class QAConfig(BaseModel):
-    """The ``qa:`` section (subject ``qa``, run/qa.py): where the questions come from, as files, folders or
+    """The ``qa:`` section (subject ``qa``, run/subjects/qa.py): where the questions come from, as files, folders or
     ``hf:NAME:SPLIT``. ``records`` are already-annotated record files (HonestyBench JSONL or elical
     Parquet; a file whose name says ``train`` joins the pool, any other is evaluated): no generation."""
 
@@ -148,7 +148,7 @@ RUN_OWN = ("max_new_tokens", "repetition_penalty", "prompts")  # retrieval setti
 
 
 class RunRetrievalPlan(RetrievalSettings):
-    """The ``retrieval:`` section of a run (run/retrieval.py): the evaluation questions of ``groups`` answered
+    """The ``retrieval:`` section of a run (run/steps/retrieval_step.py): the evaluation questions of ``groups`` answered
     again with the top ``k`` passages of the subject's corpus (``corpus``: a JSONL file, needed for qa),
     by the run's model and wording (``max_new_tokens``, ``repetition_penalty`` and ``prompts``: annotate's
     unless stated here). ``budget``/``seed`` pick the EliCal model whose confidence gates retrieval, as

@@ -1,6 +1,6 @@
 """What decides each step of `elical run`, and the check a run makes before it starts or resumes.
 
-Each step records its settings in ``<run>/settings/<step>.json`` (elical.fingerprint); a later step's
+Each step records its settings in ``<run>/settings/<step>.json`` (elical.core.fingerprint); a later step's
 settings hold the digest of the step it reads (``input.<step>``), so a change invalidates exactly that
 step and the steps after it:
 
@@ -21,7 +21,7 @@ Evaluation and the report are recomputed from records and scores on every run, s
 written, naming each step and setting; ``overwrite`` deletes the changed steps' outputs (only those) and
 redoes them, keeping the steps whose settings still match, as those would come out the same.
 
-The steps themselves, with their outputs, are run/steps.py's (its ``check_run_folder`` checks a run's
+The steps themselves, with their outputs, are run/steps/sequence.py's (its ``check_run_folder`` checks a run's
 steps with :func:`check_steps`); this module says what decides each one.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from elical.fingerprint import (
+from elical.core.fingerprint import (
     Difference,
     SettingsMismatch,
     clear_outputs,
@@ -40,18 +40,18 @@ from elical.fingerprint import (
     digest,
     record_settings,
 )
-from elical.model_key import ModelKey
+from elical.model.key import ModelKey
 from elical.run.config import RunConfig
-from elical.run.subject import Subject, annotate_config
+from elical.run.subjects.subject import Subject, annotate_config
 
 if TYPE_CHECKING:
-    from elical.run.steps import Step
+    from elical.run.steps.sequence import Step
 
 
 def annotate_settings(cfg: RunConfig, subject: Subject) -> dict[str, Any]:
     """What decides the run's records (see the module docstring)."""
     from elical.annotate.pipeline import annotation_fingerprint
-    from elical.loading import model_version
+    from elical.model.loading import model_version
 
     asked = subject.records if subject.records is not None else subject.items
     questions = [(it.id, list(it.answers), it.dataset, it.split) for it in asked]
@@ -67,7 +67,7 @@ def annotate_settings(cfg: RunConfig, subject: Subject) -> dict[str, Any]:
 def train_settings(cfg: RunConfig, key: ModelKey, annotate: str) -> dict[str, Any]:
     """What decides one trained model and its scores; ``annotate`` is the annotate step's digest (which
     covers the model and prompt wording the trainer is given)."""
-    from elical.settings_contract import output_settings
+    from elical.core.settings_contract import output_settings
     from elical.train.config import stage2_settings
 
     plan = cfg.train
@@ -81,8 +81,8 @@ def train_settings(cfg: RunConfig, key: ModelKey, annotate: str) -> dict[str, An
 
 def honesty_settings(cfg: RunConfig, annotate: str, gate_model: str) -> dict[str, Any]:
     """What decides the honesty comparison; ``gate_model`` is the digest of the gating model's step."""
-    from elical.run.honesty import gate_choice, honesty_plan
-    from elical.settings_contract import output_settings
+    from elical.run.steps.honesty_step import gate_choice, honesty_plan
+    from elical.core.settings_contract import output_settings
 
     plan = output_settings(honesty_plan(cfg))  # not the generation batch size or the tuning device
     return {"honesty": plan, "gate": list(gate_choice(cfg)), "input": {"annotate": annotate, "gate": gate_model}}
@@ -90,7 +90,7 @@ def honesty_settings(cfg: RunConfig, annotate: str, gate_model: str) -> dict[str
 
 def retrieval_settings(cfg: RunConfig, subject: Subject, annotate: str, gate_model: str) -> dict[str, Any]:
     """What decides the retrieval step; ``gate_model`` is the digest of the gating model's step."""
-    from elical.run.retrieval import step_settings
+    from elical.run.steps.retrieval_step import step_settings
 
     return {"retrieval": step_settings(cfg, subject), "input": {"annotate": annotate, "gate": gate_model}}
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from elical.fingerprint import SETTINGS_DIR
-from elical.model_key import ModelKey
+from elical.core.fingerprint import SETTINGS_DIR
+from elical.model.key import ModelKey
 
 AUDIT_DIR = "audit"  # also the name of an audit folder given for record files (elical.audit)
 
@@ -106,7 +106,7 @@ class RunFolder:
 
     @property
     def settings(self) -> Path:
-        """What decided each step's outputs: settings/<step>.json (elical.fingerprint)."""
+        """What decided each step's outputs: settings/<step>.json (elical.core.fingerprint)."""
         return self.root / SETTINGS_DIR
 
     @property

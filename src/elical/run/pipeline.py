@@ -1,6 +1,6 @@
 """`elical run`: annotate -> baselines -> train (methods x budgets x seeds) -> evaluate -> report.
 
-The run is a loop over steps (run/steps.py): annotate, train (one step per planned model), evaluate, the
+The run is a loop over steps (run/steps/sequence.py): annotate, train (one step per planned model), evaluate, the
 config's honesty and retrieval sections, report. Each hands the next its value (records, trained models
 with their predictions, the evaluation, the honesty outcome with its fitted gate, the retrieval run);
 every path comes from :class:`~elical.run.folder.RunFolder`.
@@ -26,7 +26,7 @@ Run folder (architecture.md)::
 Every step whose outputs exist reads them back instead of redoing them (its ``done``), so a killed run
 continues where it stopped; a rerun with
 settings that change a step's outputs is refused before anything is written (``--overwrite`` redoes
-the changed steps), and a second process on the folder fails at once (elical.folder_lock).
+the changed steps), and a second process on the folder fails at once (elical.core.folder_lock).
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elical.inputs import InputError
+from elical.core.inputs import InputError
 from elical.run.config import RunConfig, planned_models  # noqa: F401 - planned_models: importable here too
 from elical.run.folder import RunFolder
-from elical.run.subject import Subject
-from elical.run.subjects import build_subject
+from elical.run.subjects.subject import Subject
+from elical.run.subjects.by_name import build_subject
 from elical.run.timings import StepClock
-from elical.run.training import check_budgets
+from elical.run.steps.training_step import check_budgets
 
 
 @dataclass
@@ -60,7 +60,7 @@ def check_plan(cfg: RunConfig, subject: Subject) -> None:
     model (the confidence models are trained on it), budgets larger than its training questions (known
     before annotation: the pool after questions.max_train), and a honesty or retrieval section whose gating
     EliCal model the plan does not train."""
-    from elical.loading import resolve_model
+    from elical.model.loading import resolve_model
 
     try:
         resolve_model(subject.model)
@@ -72,11 +72,11 @@ def check_plan(cfg: RunConfig, subject: Subject) -> None:
         pool = sum(it.split == "train" for it in subject.items)
     check_budgets(cfg, pool, "training questions of the subject")
     if cfg.honesty is not None:
-        from elical.run.honesty import gate_choice
+        from elical.run.steps.honesty_step import gate_choice
 
         gate_choice(cfg)
     if cfg.retrieval is not None:
-        from elical.run.retrieval import retrieval_gate
+        from elical.run.steps.retrieval_step import retrieval_gate
 
         retrieval_gate(cfg)
 
@@ -86,11 +86,11 @@ def run_pipeline(cfg: RunConfig, out_dir: str | Path, log: Callable[[str], None]
     """The whole job: resumable, every step timed; returns the report path and the timings.
 
     The questions are gathered and the plan checked against them (:func:`check_plan`) before anything is
-    written. One process at a time per run folder (elical.folder_lock). Before anything is written, each
+    written. One process at a time per run folder (elical.core.folder_lock). Before anything is written, each
     step's settings are compared with those its outputs in the folder were made with (run/fingerprints.py):
     a difference is refused, naming the steps and settings, unless ``overwrite``, which redoes the changed
     steps and those after them."""
-    from elical.folder_lock import folder_lock
+    from elical.core.folder_lock import folder_lock
 
     started = time.perf_counter(), time.process_time()
     subject = build_subject(cfg)
@@ -104,7 +104,7 @@ def _run_locked(cfg: RunConfig, subject: Subject, out: Path, log: Callable[[str]
     """:func:`run_pipeline` once it holds the folder's lock: the settings check, then each step in turn,
     timed (run/timings.py); a step whose outputs are there reads them back and keeps its recorded times."""
     from elical.run.fingerprints import check_steps
-    from elical.run.steps import RunContext, run_steps
+    from elical.run.steps.sequence import RunContext, run_steps
 
     folder = RunFolder(out)
     ctx = RunContext(cfg, subject, folder, log)

@@ -2,7 +2,7 @@
 and report.html.
 
 Computing and showing are kept apart: :func:`write_run_report` computes every table (elical.run.results,
-elical.run.differences) and figure into a :class:`RunNumbers`, :func:`run_document` turns those into a
+elical.run.method_differences) and figure into a :class:`RunNumbers`, :func:`run_document` turns those into a
 :class:`~elical.report.document.Document`, and one writer renders it as report.md and as report.html
 (figures embedded, so the page is one file someone can mail); both always hold the same sections.
 """
@@ -17,21 +17,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from elical.audit.report import NO_AUDIT, label_quality_blocks
-from elical.audit.report import SECTION as LABEL_QUALITY_SECTION
-from elical.evaluate import Evaluation
-from elical.honesty.evaluate import SCORE_NOTE
+from elical.audit.audit_report import NO_AUDIT, label_quality_blocks
+from elical.audit.audit_report import SECTION as LABEL_QUALITY_SECTION
+from elical.evaluation.evaluate import Evaluation
+from elical.honesty.scoring import SCORE_NOTE
 from elical.metrics.base import higher_is_better, metric_label
-from elical.model_key import METHOD_NAMES, ModelKey
+from elical.model.key import METHOD_NAMES, ModelKey
 from elical.records import Record, atomic_write
 from elical.report import figures
 from elical.report.document import Block, Bullets, Document, Figure, Heading, Paragraph, Table, write_document
 from elical.report.tables import metric_blocks, render_markdown
 from elical.report.writer import write_csv
 from elical.run.config import RunConfig
-from elical.run.differences import readings, run_differences, summary_table
+from elical.run.method_differences import readings, run_differences, summary_table
 from elical.run.folder import RunFolder
-from elical.run.honesty import HonestyOutcome, display_tables, honesty_results
+from elical.run.steps.honesty_step import HonestyOutcome, display_tables, honesty_results
 from elical.run.results import (
     Finding,
     consistency_by_exposure,
@@ -41,9 +41,9 @@ from elical.run.results import (
     seed_summary,
     transfer_matrix,
 )
-from elical.run.retrieval import RetrievalReport, RetrievalRun, retrieval_report
-from elical.run.subjects import Subject
-from elical.run.targets import paper_targets
+from elical.run.steps.retrieval_step import RetrievalReport, RetrievalRun, retrieval_report
+from elical.run.subjects.by_name import Subject
+from elical.run.paper_targets import paper_targets
 
 HONESTY_SECTION = "Honesty (Alignment for Honesty vs EliCal gate)"
 RETRIEVAL_SECTIONS = ("Adaptive retrieval", "Abstention")  # with a retrieval: section, before the honesty one
@@ -72,7 +72,7 @@ class RunNumbers:
     cpu_seconds: dict[str, float]
     honesty: HonestyOutcome | None = None
     retrieval: RetrievalReport | None = None
-    label_quality: list[Block] | None = None  # the label audit's section (audit/report.py); None: no audit shown
+    label_quality: list[Block] | None = None  # the label audit's section (audit/audit_report.py); None: no audit shown
 
     @property
     def seeds(self) -> int:
@@ -303,7 +303,7 @@ def finding_line(finding: Finding) -> str:
 
 
 def _target_blocks(numbers: RunNumbers) -> list[Block]:
-    """The paper's shape as targets (run/targets.py): met, missed and by how much, or not measurable."""
+    """The paper's shape as targets (run/paper_targets.py): met, missed and by how much, or not measurable."""
     verdict = {True: "met", False: "MISSED", None: "not measurable"}
     targets = paper_targets(numbers.results, numbers.differences, numbers.pool_size)
     return [Heading("Targets from the paper"),

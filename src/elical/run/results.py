@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from elical.differences import BEST_BASELINE
-from elical.evaluate import AVERAGE
+from elical.evaluation.differences import BEST_BASELINE
+from elical.evaluation.evaluate import AVERAGE
 from elical.metrics.base import higher_is_better, metric_label
-from elical.model_key import METHOD_NAMES, TRAINED, ModelKey
+from elical.model.key import METHOD_NAMES, TRAINED, ModelKey
 from elical.records import Record
-from elical.run.differences import budget_label
+from elical.run.method_differences import budget_label
 
 RESULT_COLUMNS = ["method", "budget", "seed", "split", "metric", "value"]
 RANK = {method: rank for rank, method in enumerate(TRAINED, start=1)}  # table order after the baselines

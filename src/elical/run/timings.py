@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from elical.records import atomic_write
+from elical.core.io import atomic_write
 
 
 class StepClock:
@@ -56,7 +56,7 @@ class StepClock:
 
     def write(self) -> None:
         """timings.json now, so a crashed or resumed run still knows what each step cost."""
-        from elical.provenance import provenance
+        from elical.core.provenance import provenance
 
         meta = {"timings": self.timings, "total_seconds": round(sum(self.timings.values()), 1),
                 "partial": self.partial, "cpu_seconds": self.cpu_seconds,

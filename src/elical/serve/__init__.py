@@ -7,6 +7,6 @@ try:
 except ImportError as err:
     raise ImportError(f"elical serve needs the serve extra ({err.name} is missing): pip install 'elical[serve]'") from None
 
-from elical.serve.loading import ServeConfig, build_app
+from elical.serve.setup import ServeConfig, build_app
 
 __all__ = ["ServeConfig", "build_app"]

@@ -1,5 +1,5 @@
 """The OpenAI-compatible HTTP app: confidence before generation, then answer, retrieve-and-answer or
-abstain (the rule of :class:`elical.gate.Gate`).
+abstain (the rule of :class:`elical.model.gate.Gate`).
 
 Routes: ``GET /health``, ``GET /v1/models``, ``POST /v1/confidence`` ({"questions": [...]} ->
 {"confidences": [...]}) and ``POST /v1/chat/completions`` (an OpenAI chat completion plus
@@ -34,9 +34,9 @@ from starlette.types import Message as AsgiMessage
 
 from elical.annotate.backends.base import Generation, Message, token_usage
 from elical.annotate.backends.openai import ServerError
-from elical.gate import Gate
+from elical.model.gate import Gate
 from elical.honesty.config import REFUSAL
-from elical.serve.batching import Cost, MicroBatcher, Scorer
+from elical.serve.micro_batch import Cost, MicroBatcher, Scorer
 from elical.serve.generation import Answerer, with_passages
 
 log = logging.getLogger("elical.serve")

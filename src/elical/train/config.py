@@ -8,14 +8,14 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 from typing_extensions import Self
 
-from elical.choices import Mode
-from elical.inputs import Range, Seed
-from elical.model_settings import ModelConfig, ModelFields, PromptFields
-from elical.settings_contract import Output
-from elical.yaml_config import YamlConfig
+from elical.core.choices import Mode
+from elical.core.inputs import Range, Seed
+from elical.model.settings import ModelConfig, ModelFields, PromptFields
+from elical.core.settings_contract import Output
+from elical.core.yaml_config import YamlConfig
 
 # Settings that change how fast a model trains or where it is written, not the model, are marked Output.NEVER
-# (elical.settings_contract): changing them never blocks a resume. Packing, micro-batches, compilation and the
+# (elical.core.settings_contract): changing them never blocks a resume. Packing, micro-batches, compilation and the
 # attention kernel only reorder floating-point sums. bf16 LoRA copies give the same numbers as autocast's casts
 # (elical.train.speed), a fused AdamW the same update in one kernel. The other marks say how a training stage
 # records a setting (trainer.stage_settings).

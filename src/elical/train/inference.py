@@ -1,5 +1,5 @@
 """Packed forward passes in inference mode: a confidence model's logits (or hidden states) and
-confidences for tokenized or rendered prompts. Below :mod:`elical.model` (whose ``confidence`` runs
+confidences for tokenized or rendered prompts. Below :mod:`elical.model.network` (whose ``confidence`` runs
 :func:`predict_prompts`) and :mod:`elical.train.predict` (``elical predict`` on files)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from elical.train.batching import packed_batches, tokenize_prompts
 
 if TYPE_CHECKING:
-    from elical.model import ConfidenceModel
+    from elical.model.network import ConfidenceModel
 
 
 @torch.inference_mode()

@@ -6,10 +6,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from elical.gate import Gate, choose_gate, parse_objective, save_gate
-from elical.inputs import InputError
-from elical.model import ConfidenceModel, qa_prompt
-from elical.model_key import ModelKey
+from elical.model.gate import Gate, choose_gate, parse_objective, save_gate
+from elical.core.inputs import InputError
+from elical.model.network import ConfidenceModel, qa_prompt
+from elical.model.key import ModelKey
 from elical.records import Record, read_records
 from elical.train.inference import (  # noqa: F401  (last_token_outputs, predict_logits, sigmoid: importable here too)
     last_token_outputs,
@@ -59,9 +59,9 @@ def predict_files(
     The trained model's ``key`` (default: the one its folder's training settings give) goes into Parquet
     metadata, and names the predictions unless the method does (a folder without training settings: its own
     name, or its parent's for an ``elical train`` output's ``model/``)."""
-    from elical.loading import pick_device
-    from elical.model_folder import find_model_folder, read_saved
-    from elical.predictions import write_predictions
+    from elical.model.loading import pick_device
+    from elical.model.model_folder import find_model_folder, read_saved
+    from elical.model.predictions import write_predictions
 
     replaced = {name: value for name, value in (("method", method), ("device", device)) if value is not None}
     config = PredictConfig.model_validate({**(config or PredictConfig()).model_dump(), **replaced})
@@ -107,7 +107,7 @@ def fit_gate_files(
     """Score labelled validation records with the model in ``model_dir`` (as ``elical serve`` scores a
     question), choose the gate by the config's objective and save it there. ``retrieved``: records of the same
     questions answered after retrieval (their greedy correctness prices the retrieval band)."""
-    from elical.model_folder import find_model_folder
+    from elical.model.model_folder import find_model_folder
 
     objective, device = config.objective, config.device
     goal = parse_objective(objective)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from elical.inputs import Device, Range
+from elical.core.inputs import Device, Range
 
 
 class PredictConfig(BaseModel):
@@ -33,14 +33,14 @@ class GateConfig(BaseModel):
 
     objective: str = Field("alignment", description=(
         "what the thresholds maximise on the validation records: alignment, honesty, precision:P "
-        "(0 < P <= 1) or costs:wrong=W,abstain=A,retrieve=R (elical.gate.parse_objective)"))
+        "(0 < P <= 1) or costs:wrong=W,abstain=A,retrieve=R (elical.model.gate.parse_objective)"))
     device: Device = Field("auto", description="cpu, cuda, cuda:1 ... (auto: a GPU if any)")
 
     @field_validator("objective")
     @classmethod
     def _known_objective(cls, value: str) -> str:
-        """An objective elical.gate can parse (its error says what it expected)."""
-        from elical.gate import parse_objective
+        """An objective elical.model.gate can parse (its error says what it expected)."""
+        from elical.model.gate import parse_objective
 
         parse_objective(value)
         return value

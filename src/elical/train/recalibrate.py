@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from elical.inputs import InputError
+from elical.core.inputs import InputError
 from elical.train.loop import Stage, StageData
 from elical.train.selection import validation_metrics
 

@@ -18,12 +18,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from elical.model import LORA_COPY_ATTR
+from elical.model.network import LORA_COPY_ATTR
 from elical.train.config import TrainConfig
 
 
 class LoraCopies:
-    """bf16 copies of a bf16 model's float32 LoRA weights, which :func:`elical.model.fused_lora_forward`
+    """bf16 copies of a bf16 model's float32 LoRA weights, which :func:`elical.model.network.fused_lora_forward`
     reads while they are attached.
 
     The numbers are those of autocast's own casts (same bf16 weights in the same products, same bf16

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from elical.folder_lock import launch_lock
+from elical.core.folder_lock import launch_lock
 from elical.records import Record, read_records
 from elical.train.budgets import budget_subset, split_validation
 from elical.train.config import TrainConfig, stage2_settings
@@ -113,7 +113,7 @@ def _precision(cfg: TrainConfig) -> dict[str, str]:
     """Weight dtype and mixed precision as they resolve on this machine (both change the numbers)."""
     import torch
 
-    from elical.loading import resolve_dtype
+    from elical.model.loading import resolve_dtype
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     mixed = cfg.mixed_precision
@@ -136,7 +136,7 @@ def _data_version(records: Sequence[Record], plan: StagePlan) -> str:
 
 def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequence[Record], epochs: int, lr: float,
                    start: str | None) -> dict[str, Any]:
-    """What decides a stage's output: the config's output settings (:func:`elical.settings_contract.output_settings`:
+    """What decides a stage's output: the config's output settings (:func:`elical.core.settings_contract.output_settings`:
     model, prompts, head, optimisation, selection; LoRA's unless head-only, the budget and calibration target
     for stage 2), the stage's epochs and learning rate, the precision as it resolves here, stage 2's recipe,
     and under ``input`` versions of the model files, the stage's data (``key``: 'eli' or 'cal') and, for
@@ -144,8 +144,8 @@ def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequenc
 
     Left out: fields marked Output.NEVER (speed and bookkeeping), the mode (a stage is the same in eli-only
     and elical; the run's record holds it) and the other Output.PER_STAGE fields in the form given here."""
-    from elical.loading import model_version
-    from elical.settings_contract import Output, output_settings
+    from elical.model.loading import model_version
+    from elical.core.settings_contract import Output, output_settings
 
     leave_out = {Output.PER_STAGE, *([Output.LORA] if cfg.mode == "head-only" else []),
                  *([Output.CALIBRATION] if key != "cal" else [])}
@@ -158,7 +158,7 @@ def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequenc
 
 def plan_run(cfg: TrainConfig, plans: dict[str, StagePlan], records: Sequence[Record]) -> list[StageSpec]:
     """The stages of ``cfg.mode`` in order, each with its settings."""
-    from elical.fingerprint import digest
+    from elical.core.fingerprint import digest
 
     n_labels = len(plans["cal"].train) + len(plans["cal"].val) if "cal" in plans else 0
     if cfg.mode == "head-only":
@@ -195,10 +195,10 @@ def initial_stage(init_from: str | Path, cfg: TrainConfig, specs: Sequence[Stage
     """The finished stage 1 in ``init_from`` (a training folder, or its ``stage1-eli`` folder), checked to be
     the stage 1 this training would train: same recorded settings (model, data, seed, optimisation, ...).
 
-    Raises :class:`elical.inputs.InputError` when the mode has no stage 1 to skip or the folder holds no
-    finished stage 1, and :class:`elical.fingerprint.SettingsMismatch` naming the settings that differ."""
-    from elical.fingerprint import SettingsMismatch, differences, path_version, recorded_settings
-    from elical.inputs import InputError
+    Raises :class:`elical.core.inputs.InputError` when the mode has no stage 1 to skip or the folder holds no
+    finished stage 1, and :class:`elical.core.fingerprint.SettingsMismatch` naming the settings that differ."""
+    from elical.core.fingerprint import SettingsMismatch, differences, path_version, recorded_settings
+    from elical.core.inputs import InputError
 
     name = STAGE_NAMES["eli"]
     if cfg.mode != "elical":
@@ -229,12 +229,12 @@ def check_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], overwr
     """Compare each stage's settings (and the run's: mode, stages and the stage 1 it starts from) with those
     recorded in ``out``.
 
-    A difference raises :class:`elical.fingerprint.SettingsMismatch` naming every differing setting
+    A difference raises :class:`elical.core.fingerprint.SettingsMismatch` naming every differing setting
     (old → new) before anything is written. With ``overwrite`` the differing stages' folders and the
     final model are deleted instead (by the process with ``clear``), while stages whose settings
     match are kept, as they would come out the same. Returns what is retrained. Records nothing (see
     :func:`record_folder`)."""
-    from elical.fingerprint import INPUT, SettingsMismatch, clear_outputs, compare_settings, recorded_settings
+    from elical.core.fingerprint import INPUT, SettingsMismatch, clear_outputs, compare_settings, recorded_settings
 
     own = _own_specs(specs, start)
     problems: dict[str, Any] = {}
@@ -266,7 +266,7 @@ def check_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], overwr
 def _run_settings(cfg: TrainConfig, specs: Sequence[StageSpec], start: InitStage | None = None) -> dict[str, Any]:
     """The run's record: its mode, each stage's settings digest (under ``input``) and, when stage 1 comes
     from another training, the version of that stage's weights (``init_from``)."""
-    from elical.fingerprint import digest
+    from elical.core.fingerprint import digest
 
     settings: dict[str, Any] = {"mode": cfg.mode, "input": {spec.name: digest(spec.settings) for spec in specs}}
     if start is not None:
@@ -276,7 +276,7 @@ def _run_settings(cfg: TrainConfig, specs: Sequence[StageSpec], start: InitStage
 
 def record_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], start: InitStage | None = None) -> None:
     """Record the run's and each of its own stages' settings in ``out`` (after :func:`check_folder` passed)."""
-    from elical.fingerprint import record_settings
+    from elical.core.fingerprint import record_settings
 
     for spec in _own_specs(specs, start):
         record_settings(out / spec.name, spec.name, spec.settings)
@@ -289,7 +289,7 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, o
     (the result's ``model``).
 
     The records and the plan (budget, targets, ``init_from``) are checked first, then the output folder's lock
-    is taken (one launch at a time per folder, elical.folder_lock). A folder holding a run with other output-deciding
+    is taken (one launch at a time per folder, elical.core.folder_lock). A folder holding a run with other output-deciding
     settings is refused before anything is written (see :func:`check_folder`); ``overwrite`` retrains what
     changed. A rerun with the same settings resumes where the last one stopped. ``init_from`` (mode elical):
     a training folder whose finished stage 1 has this training's stage-1 settings (see
@@ -311,7 +311,7 @@ def _train_locked(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, 
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
-    from elical.provenance import provenance
+    from elical.core.provenance import provenance
 
     out = Path(cfg.output_dir)
     accelerator = Accelerator(mixed_precision=specs[0].settings["mixed_precision"])
@@ -345,7 +345,7 @@ def _train_stages(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, 
     """Train the stages in order (stage 1 taken from ``start`` when given); their summaries."""
     from accelerate.utils import DistributedType
 
-    from elical.fingerprint import digest
+    from elical.core.fingerprint import digest
     from elical.train.batching import tokenize_prompts
     from elical.train.head_only import cached_features, train_head
     from elical.train.loop import Stage, StageData, run_stage
@@ -403,7 +403,7 @@ def _train_stages(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, 
 
 def _first_model(cfg: TrainConfig, start: InitStage | None, device):
     """The model the first trained stage starts from: a fresh one, or the selected stage-1 model of ``start``."""
-    from elical.model import ConfidenceModel
+    from elical.model.network import ConfidenceModel
 
     if start is None:
         return ConfidenceModel.create(cfg.model_settings(), device=device)
@@ -412,7 +412,7 @@ def _first_model(cfg: TrainConfig, start: InitStage | None, device):
 
 def _stage1_model(cfg: TrainConfig, stage_dir: Path, device):
     """Stage 2 starts from the selected stage-1 model, LoRA and head trainable (reference.md 7.2)."""
-    from elical.model import ConfidenceModel
+    from elical.model.network import ConfidenceModel
 
     return ConfidenceModel.load(stage_dir / "best", device=device, base_model=cfg.model, trainable=True)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from elical._lazy import lazy_exports
+from elical.core._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from elical.world.config import LMConfig, WorldConfig

@@ -8,9 +8,9 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from elical.inputs import InputError, LineOf, Range, Seed, one_line
-from elical.prompts import MC_TEMPLATE, QA_TEMPLATE
-from elical.yaml_config import line_finder, read_yaml_mapping
+from elical.core.inputs import InputError, LineOf, Range, Seed, one_line
+from elical.core.wordings import MC_TEMPLATE, QA_TEMPLATE
+from elical.core.yaml_config import line_finder, read_yaml_mapping
 
 Section = TypeVar("Section", bound=BaseModel)
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from elical.annotate.backends.base import Backend
-from elical.inputs import InputError
+from elical.core.inputs import InputError
 
 if TYPE_CHECKING:
     from elical.annotate.config import AnnotateConfig

@@ -85,7 +85,7 @@ class HFBackend(Backend):
     @classmethod
     def from_pretrained(cls, spec: str, dtype: str = "auto", device: str = "auto", **kwargs: Any) -> HFBackend:
         """Load a model by alias (``smollm2``), GGUF path, folder or cached name."""
-        from elical.loading import load_model
+        from elical.model.loading import load_model
 
         model, tokenizer, source = load_model(spec, dtype=dtype, device=device)
         return cls(model, tokenizer, model_name=source.name, **kwargs)

@@ -9,7 +9,7 @@ are read when the server returns them (``logprobs`` is requested).
 
 Credentials never reach a file or a log line: an API key goes in a bearer header (the caller reads it
 from the environment), a ``user:password@`` in the URL is sent as basic auth, and everything this
-backend describes or raises passes through :func:`elical.redact.redact`.
+backend describes or raises passes through :func:`elical.core.redact.redact`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from elical.annotate.backends.base import (
 )
 from elical.annotate.backends.server_pool import Server, ServerPool
 from elical.records import is_logprob
-from elical.redact import redact
+from elical.core.redact import redact
 
 
 class ServerError(RuntimeError):

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt
-from elical.inputs import Range
+from elical.core.inputs import Range
 
 
 class VLLMSettings(BaseModel):

