@@ -251,7 +251,8 @@ def transfer_blocks(numbers: RunNumbers) -> list[Block]:
     reference = trained.loc[eli[0]]
     columns = pd.MultiIndex.from_tuples([("", "model"), *(tuple(c.split("/", 1)) for c in trained.columns)])
     rows, bold = {}, {}
-    free = numbers.summary[(numbers.summary.metric == "auroc")].set_index(["method", "split"])["mean"]
+    summary = numbers.summary  # training-free rows only: one per (method, split), so a lookup is one number
+    free = summary[(summary.metric == "auroc") & summary.method.isin(set(best))].set_index(["method", "split"])["mean"]
     rows["best training-free"] = ["best training-free", *(f"{free[(best[c], c)]:.3f} {best[c]}" if c in best else "-"
                                                          for c in trained.columns)]
     bold["best training-free"] = [False] * len(columns)
