@@ -1,7 +1,7 @@
 """The paper's experiment under old and new labels, side by side (issue 21, item 5).
 
 The same generations (benchmarks/labels_gpu.sh) carry two label sets: the run's own (match@3 / answer@2) and
-the relabelled ones (match@4 / answer@3, benchmarks/labels_relabel.py). The confidence models were trained on
+the relabelled ones (benchmarks/labels_relabel.py; the judges each record names head the table). The confidence models were trained on
 the new labels (benchmarks/labels_remeasure_gpu.sh); each method's AUROC is computed here against both label
 sets, per seed, in-domain (NQ, HQ, 2Wiki, ParaRel) and out of domain (PopQA, SQuAD, WQ), as the mean of the
 per-dataset AUROCs (all sets have 300 questions), with comparison questions (the question offers two
@@ -75,8 +75,9 @@ def main() -> None:
     if args.csv:
         table.to_csv(args.csv, index=False)
     mean = table.groupby(["method", "labels", "subset", "group"], sort=False)["auroc"].agg(["mean", "count"]).reset_index()
-    lines = [f"## {args.label} prompt: AUROC, mean over seeds (count = seeds), old labels (match@3 / answer@2) vs new "
-             f"(match@4 / answer@3); {len(comparison)} of {len(labels['new'])} evaluated questions are comparison questions", "",
+    judges = {name: " / ".join(records[0].generation.get("judges", {}).values()) for name, records in labels.items()}
+    lines = [f"## {args.label} prompt: AUROC, mean over seeds (count = seeds), old labels ({judges['old']}) vs new "
+             f"({judges['new']}); {len(comparison)} of {len(labels['new'])} evaluated questions are comparison questions", "",
              "| method | seeds | in-domain old | in-domain new | in-domain new, no comparison | OOD old | OOD new | OOD new, no comparison |",
              "|---|---|---|---|---|---|---|---|"]
     cells: dict[str, dict[tuple[str, str, str], float]] = defaultdict(dict)
