@@ -33,6 +33,7 @@ TINY = {
     "evaluate": ["--resamples", "10", "--alignment-repeats", "2"],
     "train": ["--set", "epochs_stage1=1", "--set", "epochs_stage2=1", "--set", "batch_size=4", "--set", "max_length=64"],
     "predict": ["--device", "cpu"],
+    "select-labels": ["--device", "cpu"],
     "honesty-tune": ["--steps", "1", "--batch-size", "2", "--device", "cpu"],
     "honesty-eval": ["--max-new-tokens", "4", "--device", "cpu"],
     "run": [],  # --config with TINY_RUN
@@ -85,9 +86,10 @@ def check_inputs(name: str, params: dict, line: str) -> None:
     from extras import missing
 
     model = params.get("model")
-    package = ALIASES.get(model.lower(), ("",))[0] if model else ""
+    package = ALIASES.get(model.lower(), ("",))[0] if isinstance(model, str) else ""
     # the smollm2 alias resolves only where its optional package is installed (CI installs it)
-    if model and name != "run" and not (package and missing(package)):
+    # a str model is an LM to resolve; a Path one (select-labels' stage-1 model folder) is a path read, checked below
+    if isinstance(model, str) and name != "run" and not (package and missing(package)):
         resolve_model(model)
     for key, value in params.items():
         for item in value if isinstance(value, (list, tuple)) else [value]:

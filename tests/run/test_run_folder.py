@@ -59,10 +59,10 @@ def test_the_run_is_a_loop_over_steps_whose_outputs_are_listed_once(plan, tmp_pa
     steps = steps_in(cfg, subject, tmp_path)
     assert [s.name for s in steps.loop()] == ["annotate", "train", "evaluate", "honesty", "retrieval", "report"]
     models = [f"train-{key.name}" for key in planned_models(cfg)]
-    assert [s.name for s in steps.recorded()] == ["annotate", *models, "honesty", "retrieval"]
+    assert [s.name for s in steps.recorded()] == ["annotate", *models, "select-stage2", "honesty", "retrieval"]
     seen: list[Path] = []
-    for step in steps.recorded():
-        assert step.settings() is not None and step.outputs()
+    for step in steps.recorded():  # select-stage2: settings only (select_on none here), so a switch is refused
+        assert step.settings() is not None and (step.outputs() or step.name == "select-stage2")
         for path in step.outputs():
             assert path.is_relative_to(tmp_path) and not any(path.is_relative_to(p) or p.is_relative_to(path)
                                                               for p in seen), path

@@ -10,7 +10,7 @@ from elical.cli.common import app
 from elical.cli import evaluate_cmds  # evaluate
 from elical.cli import annotate_cmds  # annotate, annotate-merge, judge-check, label-audit
 from elical.cli import honesty_cmds  # honesty-tune, honesty-eval
-from elical.cli import train_cmds  # train, predict, gate
+from elical.cli import train_cmds  # train, predict, select-labels, gate
 from elical.cli import serve_cmds  # serve
 from elical.cli import run_cmds  # run, retrieve-eval
 from elical.cli import world_cmds  # world generate, world train-lm

@@ -86,6 +86,40 @@ def predict(
     console.print(f"Wrote {count} confidences to {out}")
 
 
+@app.command("select-labels")
+def select_labels(
+    pool: list[Path] = typer.Argument(..., help="The training pool: record files (JSONL/Parquet) or folders of them; no correctness label is read."),
+    model: Path = typer.Option(..., "--model", help="The stage-1 (Eli-Only) model: elical train's <out>/model or <out> (an EliCal training's <out>/stage1-eli/best too)."),
+    budget: int = typer.Option(..., help="Questions to choose: the first BUDGET of the strategy's order (a smaller budget's lie inside a larger one's)."),
+    strategy: str = typer.Option("random", help="random (the trainer's seeded draw), stratified-confidence, uncertainty, diverse or uncertain-diverse."),
+    seed: int = typer.Option(0, help="Seed of the order (the random draw, the first k-center pick, ties)."),
+    out: Path = typer.Option(..., "--out", "-o", help="JSONL file: one line per chosen question (rank, id, dataset, stage-1 confidence, config)."),
+    device: str = typer.Option("auto", help="cpu, cuda, cuda:1 ... (auto: GPU if any)."),
+) -> None:
+    """Choose which pool questions to label, with the stage-1 model's confidences and hidden states."""
+    from rich.console import Console
+
+    from elical.core.inputs import InputError, check_device, check_output
+    from elical.model.model_folder import find_model_folder, read_saved
+    from elical.records import read_records
+    from elical.train.label_selection import check_budget, check_strategy, write_selection
+    from elical.train.label_selection import select_labels as choose
+
+    console = Console()
+    with _user_errors(console):
+        check_strategy(strategy)
+        check_output(out, "file", suffixes=(".jsonl",))
+        check_device(device, "--device")
+        if not model.is_dir():
+            raise InputError(f"--model {model}: no such folder (give the stage-1 model: elical train's <out>/model)")
+        read_saved(find_model_folder(model))  # a folder without a model says so before the pool is read
+        records = read_records([str(p) for p in pool])
+        check_budget(budget, len(records))
+        order = choose(records, model, strategy=strategy, seed=seed, device=device)
+        count = write_selection(out, order, budget=budget, records=records, config={"pool": [str(p) for p in pool]})
+    console.print(f"Wrote the {count} questions to label ({strategy}, seed {seed}) to {out}")
+
+
 @app.command()
 def gate(
     model_dir: Path = typer.Argument(..., help="A trained model folder (elical train's <out>/model or <out>)."),

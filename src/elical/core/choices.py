@@ -12,12 +12,15 @@ from typing import Literal
 
 from elical.annotate.judge_registry import ConsistencyJudgeKind, CorrectnessJudgeKind  # built from the judge registry
 
-__all__ = ["BackendName", "BinStrategy", "ConsistencyJudgeKind", "Convention", "CorrectnessJudgeKind", "Engine", "Method",
-           "Mode", "SubjectName"]
+__all__ = ["BackendName", "BinStrategy", "ConsistencyJudgeKind", "Convention", "CorrectnessJudgeKind", "Engine", "LabelStrategy",
+           "Method", "Mode", "Stage2Recipe", "SubjectName"]
 
 BackendName = Literal["hf", "openai", "vllm"]  # elical.annotate.config.AnnotateConfig.backend
 Engine = Literal["local", "ray"]  # AnnotateConfig.engine: annotate here, or on Ray workers
 Mode = Literal["eli-only", "cal-only", "elical", "head-only"]  # elical.train.config: training modes
+Stage2Recipe = Literal["full", "head", "platt", "mixed"]  # TrainSettings.stage2: EliCal's calibration-stage recipes
+# elical.train.label_selection: which pool questions get labels (RunConfig train.label_selection, select-labels)
+LabelStrategy = Literal["random", "stratified-confidence", "uncertainty", "diverse", "uncertain-diverse"]
 Method = Literal["sft", "absolute", "confidence-num", "confidence-verb", "multisample"]  # elical.honesty.config
 Convention = Literal["elical", "paper"]  # elical.metrics: the corrected or the authors' evaluation conventions
 BinStrategy = Literal["uniform", "quantile"]  # elical.metrics: ECE bins of equal width or of equal mass

@@ -1,18 +1,23 @@
-"""The identity of one trained confidence model: method, label budget and seed.
+"""The identity of one trained confidence model: method, label budget, seed (and EliCal's stage-2 recipe
+when a run trains several to choose one, ``train.select_on``).
 
 A :class:`ModelKey` travels with a model's predictions (in their metadata) and through the run's
 tables, so nothing parses names back out of strings. :attr:`ModelKey.name` is the model's folder and
-method string (``elical-100-s0``), unchanged from earlier runs so their folders stay valid.
+method string (``elical-100-s0``; ``elical-platt-100-s0`` for a recipe candidate), unchanged from earlier
+runs so their folders stay valid.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import total_ordering
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+
+from elical.core.choices import Stage2Recipe
 
 METHOD_NAMES = {"eli-only": "Eli-Only", "cal-only": "Cal-Only", "elical": "EliCal", "head-only": "Head-Only"}
 TRAINED = tuple(METHOD_NAMES)
+STAGE2_RECIPES: tuple[Stage2Recipe, ...] = get_args(Stage2Recipe)
 
 Budget = int | Literal["all"] | None
 
@@ -21,11 +26,13 @@ Budget = int | Literal["all"] | None
 @dataclass(frozen=True)
 class ModelKey:
     """One trained model: ``method`` (eli-only, cal-only, elical, head-only), ``budget`` (labels; "all" for
-    the whole pool; None for Eli-Only, which uses no labels) and training ``seed``."""
+    the whole pool; None for Eli-Only, which uses no labels), training ``seed``, and ``stage2``: the
+    stage-2 recipe of an EliCal candidate (None: the run's one recipe, ``train.settings.stage2``)."""
 
     method: str
     budget: Budget
     seed: int
+    stage2: str | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHOD_NAMES:
@@ -37,6 +44,10 @@ class ModelKey:
             raise ValueError(f"Eli-Only uses no labels: its budget is None, got {self.budget!r}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise TypeError(f"seed must be an integer, got {self.seed!r}")
+        if self.stage2 is not None and self.method != "elical":
+            raise ValueError(f"a stage-2 recipe ({self.stage2!r}) belongs to EliCal, not to {self.method}")
+        if self.stage2 is not None and self.stage2 not in STAGE2_RECIPES:
+            raise ValueError(f"unknown stage-2 recipe {self.stage2!r}: expected one of {', '.join(STAGE2_RECIPES)}")
 
     def __lt__(self, other: object) -> bool:
         """Order by method, budget (numbers, then 'all', None first), seed; budgets of mixed types compare."""
@@ -44,14 +55,16 @@ class ModelKey:
             return NotImplemented
         return self._sort_key() < other._sort_key()
 
-    def _sort_key(self) -> tuple[str, int, int, int]:
+    def _sort_key(self) -> tuple[str, str, int, int, int]:
         rank = (0, 0) if self.budget is None else (2, 0) if self.budget == "all" else (1, int(self.budget))
-        return self.method, rank[0], rank[1], self.seed
+        return self.method, self.stage2 or "", rank[0], rank[1], self.seed
 
     @property
     def name(self) -> str:
-        """Folder and method name, e.g. ``elical-100-s0``, ``cal-only-all-s1``, ``eli-only-0-s0``."""
-        return f"{self.method}-{self.budget if self.budget is not None else 0}-s{self.seed}"
+        """Folder and method name, e.g. ``elical-100-s0``, ``cal-only-all-s1``, ``eli-only-0-s0``, and for a
+        recipe candidate ``elical-platt-100-s0``."""
+        recipe = f"{self.stage2}-" if self.stage2 is not None else ""
+        return f"{self.method}-{recipe}{self.budget if self.budget is not None else 0}-s{self.seed}"
 
     def labels(self, pool_size: int) -> int:
         """Labels the model was trained with: 0 for Eli-Only, the whole pool for 'all'."""
@@ -67,8 +80,9 @@ class ModelKey:
         return f"{METHOD_NAMES[self.method]} ({f'all={labels}' if labels == pool_size else labels})"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (for prediction metadata)."""
-        return {"method": self.method, "budget": self.budget, "seed": self.seed}
+        """JSON-ready form (for prediction metadata); ``stage2`` only when set, so other keys read as before."""
+        recipe = {"stage2": self.stage2} if self.stage2 is not None else {}
+        return {"method": self.method, "budget": self.budget, "seed": self.seed, **recipe}
 
     @classmethod
     def of_training(cls, settings: dict[str, Any]) -> ModelKey:
@@ -84,4 +98,5 @@ class ModelKey:
         missing = [k for k in ("method", "budget", "seed") if k not in data]
         if missing:
             raise ValueError(f"model key {data!r} lacks {', '.join(missing)}")
-        return cls(str(data["method"]), data["budget"], data["seed"])
+        stage2 = data.get("stage2")
+        return cls(str(data["method"]), data["budget"], data["seed"], None if stage2 is None else str(stage2))

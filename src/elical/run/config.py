@@ -26,11 +26,11 @@ from pydantic import (
 )
 
 from elical.annotate.config import AnnotateConfig
-from elical.core.choices import SubjectName
+from elical.core.choices import LabelStrategy, Stage2Recipe, SubjectName
 from elical.evaluation.config import EvalConfig
 from elical.honesty.config import HonestyPlan
 from elical.core.inputs import Distinct, InputError, Range, Seed, one_line
-from elical.model.key import ModelKey
+from elical.model.key import STAGE2_RECIPES, ModelKey
 from elical.retrieval.config import RetrievalSettings
 from elical.train.config import Mode, TrainSettings, stage2_epochs
 from elical.world.config import WorldConfig
@@ -110,9 +110,26 @@ class TrainPlan(BaseModel):
     stage2_passes: Annotated[int, Range(1, note="null: the trainer's epochs")] | None = None
     min_epochs: Annotated[int, Range(1)] = 3
     max_epochs: Annotated[int, Range(1)] = 50
+    # which pool questions the labelled budgets take (elical.train.label_selection): random, today's seeded draw; any
+    # other strategy orders the pool with the Eli-Only model of the same seed (trained first), and Cal-Only's and
+    # EliCal's b labels are the first b of that order
+    label_selection: LabelStrategy = "random"
     # models trained at once, each in its own process (a speed setting: same models, any value). Small
     # models leave a GPU mostly idle (each optimizer step is host-bound), so several share one well.
     workers: Annotated[int, Range(1)] = 1
+    select_on: Literal["none", "ood-holdout"] = Field(
+        "none", description=(
+            "how EliCal's stage-2 recipe is chosen. none: settings.stage2, as set. ood-holdout: EliCal is trained "
+            "once per recipe of stage2_candidates (all from the same stage 1, Eli-Only of the seed) and the recipe "
+            "of highest mean AUROC on select_datasets (averaged over datasets, budgets and seeds) is the run's "
+            "EliCal; select_datasets are left out of every reported table and average (run/stage2_selection.py)"))
+    select_datasets: Annotated[list[str], Distinct(min_items=0)] = Field(
+        default_factory=list, description=(
+            "ood-holdout: the evaluated datasets held out for choosing (whole datasets the calibration pool does "
+            "not contain, e.g. world relations of the ood group); reported on: the other evaluated datasets"))
+    stage2_candidates: Annotated[list[Stage2Recipe], Distinct(min_items=2)] = Field(
+        default_factory=lambda: list(STAGE2_RECIPES), description=(
+            "ood-holdout: the stage-2 recipes to choose from (settings.stage2's values); a tie goes to the earlier"))
 
     def stage2_epochs(self, labels: int) -> int | None:
         """Calibration epochs the run sets for a budget of ``labels`` questions (None: the trainer's own,
@@ -121,6 +138,11 @@ class TrainPlan(BaseModel):
             return None
         return stage2_epochs(labels, passes=self.stage2_passes, min_epochs=self.min_epochs, max_epochs=self.max_epochs)
 
+    def selects_labels(self, key: ModelKey) -> bool:
+        """Whether ``key``'s labels are the first of ``label_selection``'s order rather than today's random draw:
+        a strategy other than random, a method with labels, a budget below all."""
+        return self.label_selection != "random" and key.method in ("cal-only", "elical") and key.budget not in (None, "all")
+
     @model_validator(mode="after")
     def _one_epoch_rule(self) -> TrainPlan:
         if self.stage2_passes is not None and self.settings.epochs_stage2 is not None:
@@ -128,6 +150,30 @@ class TrainPlan(BaseModel):
         if self.min_epochs > self.max_epochs:
             raise ValueError(f"min_epochs {self.min_epochs} exceeds max_epochs {self.max_epochs}")
         return self
+
+    @model_validator(mode="after")
+    def _stage2_choice(self) -> TrainPlan:
+        if self.select_on == "none":
+            if self.select_datasets:
+                raise ValueError("select_datasets applies with select_on: ood-holdout (set it, or leave select_datasets out)")
+            if self.stage2_candidates != list(STAGE2_RECIPES):
+                raise ValueError("stage2_candidates applies with select_on: ood-holdout (with none, "
+                                 "settings.stage2 is the one recipe)")
+            return self
+        if "elical" not in self.methods:
+            raise ValueError(f"select_on {self.select_on} chooses EliCal's stage-2 recipe: add 'elical' to methods")
+        if not self.select_datasets:
+            raise ValueError(f"select_on {self.select_on} needs select_datasets: the evaluated datasets held out "
+                             "for choosing (not in the pool, not reported), e.g. [language, sport] on the world")
+        if self.settings.stage2 != "full":
+            raise ValueError(f"settings.stage2 {self.settings.stage2} sets one recipe, but select_on {self.select_on} "
+                             "chooses among stage2_candidates: list the recipes there instead")
+        return self
+
+    def elical_recipes(self) -> list[str | None]:
+        """The stage-2 recipe of each EliCal model per budget and seed: every candidate with ood-holdout,
+        else [None] (settings.stage2, the run's one recipe)."""
+        return list(self.stage2_candidates) if self.select_on != "none" else [None]
 
 
 class RunHonestyPlan(HonestyPlan):
@@ -264,12 +310,15 @@ def load_run_config(preset: str = "default", path: str | Path | None = None,
 
 def planned_models(cfg: RunConfig) -> list[ModelKey]:
     """Every model the plan trains, in order: per seed Eli-Only first (also when only EliCal is planned:
-    EliCal starts from its stage 1), then each method x budget."""
+    EliCal starts from its stage 1; and when Cal-Only's labels are chosen by a strategy other than random, which
+    reads Eli-Only), then each method x budget (EliCal: x candidate recipe with ``train.select_on: ood-holdout``)."""
     plan = cfg.train
+    selected = plan.label_selection != "random" and "cal-only" in plan.methods  # its labels need Eli-Only
     models: list[ModelKey] = []
     for seed in plan.seeds:
-        if "eli-only" in plan.methods or "elical" in plan.methods:
+        if "eli-only" in plan.methods or "elical" in plan.methods or selected:
             models.append(ModelKey("eli-only", None, seed))
-        models += [ModelKey(method, budget, seed) for method in plan.methods if method != "eli-only"
-                   for budget in plan.budgets]
+        models += [ModelKey(method, budget, seed, recipe) for method in plan.methods if method != "eli-only"
+                   for budget in plan.budgets
+                   for recipe in (plan.elical_recipes() if method == "elical" else [None])]
     return models

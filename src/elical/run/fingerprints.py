@@ -8,11 +8,14 @@ step and the steps after it:
   questions drawn), the model and its weights, annotate's output settings (not batch size, device, ...).
 * ``train-<model>`` -> models/<model>/, scores/<model>.parquet: method, budget, seed, the trainer's
   settings (train.settings) except those marked Output.NEVER (packing, micro batches, compile,
-  checkpoint interval, ...), the stage-2 epoch rule; input: annotate. (The trainer
-  also checks its own stages in models/<model>/; this check covers the scores and refuses before the
-  run starts.)
-* ``honesty`` -> honesty/: the honesty plan except device and generation batch size, the gate's model;
-  inputs: annotate and that model.
+  checkpoint interval, ...), the stage-2 epoch rule, the label selection strategy (unless random); input:
+  annotate. (The trainer also checks its own stages in models/<model>/, the selected labels' order included;
+  this check covers the scores and refuses before the run starts.)
+* ``select-stage2`` -> stage2_selection.json (remade on every run, nothing to clear): ``train.select_on`` and,
+  with ood-holdout, the selection datasets, the candidate recipes and the rule; input: every candidate's
+  train step (run/stage2_selection.py). Recorded with select_on none too, so switching it is refused.
+* ``honesty`` -> honesty/: the honesty plan except device and generation batch size, the gate's model (with
+  a selection: the select-stage2 step, which decides it); inputs: annotate and that model.
 * ``retrieval`` -> retrieval/: how questions are answered with passages (k, decoding, wording, the corpus
   file's contents) except batch size, the groups asked, the gate's model; inputs: annotate and that model.
 
@@ -72,10 +75,13 @@ def train_settings(cfg: RunConfig, key: ModelKey, annotate: str) -> dict[str, An
 
     plan = cfg.train
     given = plan.settings  # the trainer's settings but those the run sets per model (model, seed, budget, ...)
-    trainer = {**output_settings(given), **stage2_settings(key.method, given.stage2, given.stage2_mix)}
+    recipe = key.stage2 or given.stage2  # a recipe candidate's own (train.select_on), else the plan's one
+    trainer = {**output_settings(given), **stage2_settings(key.method, recipe, given.stage2_mix)}
+    # the strategy that chose the labels (random, the default, adds nothing: runs made before selection still resume)
+    selection = {"label_selection": plan.label_selection} if plan.selects_labels(key) else {}
     return {"method": key.method, "budget": key.budget, "seed": key.seed,
             "train": {"settings": trainer, "stage2_passes": plan.stage2_passes, "min_epochs": plan.min_epochs,
-                      "max_epochs": plan.max_epochs},
+                      "max_epochs": plan.max_epochs, **selection},
             "input": {"annotate": annotate}}
 
 

@@ -80,6 +80,11 @@ class RunFolder:
 
     # ------------------------------------------------------------------ optional steps, audit, settings
     @property
+    def stage2_selection(self) -> Path:
+        """With ``train.select_on: ood-holdout``: the stage-2 recipe chosen, its scores and the datasets."""
+        return self.root / "stage2_selection.json"
+
+    @property
     def honesty(self) -> Path:
         """The honesty step's folder (tables, answers, gate.json, adapters)."""
         return self.root / "honesty"

@@ -15,6 +15,7 @@ Run folder (architecture.md)::
     <out>/metrics.csv            the evaluation table (per method, dataset, group, with CIs)
     <out>/results.csv            method, budget, seed, split, metric, value (one row per seed)
     <out>/differences.csv        EliCal - Cal-Only / - best training-free, per seed and seed-averaged, paired CIs
+    <out>/stage2_selection.json  with train.select_on ood-holdout: the stage-2 recipe chosen on held-out datasets
     <out>/report.md, report.html, table2.md, figures/*.png, timings.json
     <out>/honesty/               with a ``honesty:`` section: fine-tuning methods vs the EliCal gate
                                  (honesty_comparison.{csv,md,json}, answers.parquet, gate.json, adapters)
@@ -58,8 +59,8 @@ class RunOutput:
 def check_plan(cfg: RunConfig, subject: Subject) -> None:
     """Refuse, before anything is written, a plan the subject cannot carry out: a model that is not a local
     model (the confidence models are trained on it), budgets larger than its training questions (known
-    before annotation: the pool after questions.max_train), and a honesty or retrieval section whose gating
-    EliCal model the plan does not train."""
+    before annotation: the pool after questions.max_train), a honesty or retrieval section whose gating
+    EliCal model the plan does not train, and selection datasets (train.select_on) that are not held out."""
     from elical.model.loading import resolve_model
 
     try:
@@ -71,6 +72,12 @@ def check_plan(cfg: RunConfig, subject: Subject) -> None:
     else:
         pool = sum(it.split == "train" for it in subject.items)
     check_budgets(cfg, pool, "training questions of the subject")
+    if cfg.train.select_on != "none":
+        from elical.run.stage2_selection import check_selection_datasets
+
+        asked = subject.records if subject.records is not None else subject.items
+        check_selection_datasets(cfg, [q.dataset for q in asked if q.split == "train"],
+                                 [q.dataset for q in asked if q.split != "train"])
     if cfg.honesty is not None:
         from elical.run.steps.honesty_step import gate_choice
 

@@ -41,6 +41,7 @@ from elical.run.results import (
     seed_summary,
     transfer_matrix,
 )
+from elical.run.stage2_selection import Selection, selection_blocks
 from elical.run.steps.retrieval_step import RetrievalReport, RetrievalRun, retrieval_report
 from elical.run.subjects.by_name import Subject
 from elical.run.paper_targets import paper_targets
@@ -73,6 +74,7 @@ class RunNumbers:
     honesty: HonestyOutcome | None = None
     retrieval: RetrievalReport | None = None
     label_quality: list[Block] | None = None  # the label audit's section (audit/audit_report.py); None: no audit shown
+    stage2_selection: Selection | None = None  # train.select_on ood-holdout: the stage-2 recipe chosen (its section)
 
     @property
     def seeds(self) -> int:
@@ -99,8 +101,10 @@ def reliability_figures(cfg: RunConfig, subject: Subject, evaluation: Evaluation
     seed = cfg.train.seeds[0] if cfg.train.seeds else 0
     budget = cfg.reliability_budget or (cfg.train.budgets[0] if cfg.train.budgets else None)
     keys = [ModelKey("eli-only", None, seed)]
+    elical = {(k.budget, k.seed): k for k in evaluation.models.values() if k.method == "elical"}  # the chosen recipe's
     if budget is not None:
-        keys += [ModelKey("cal-only", budget, seed), ModelKey("elical", budget, seed), ModelKey("elical", "all", seed)]
+        keys += [ModelKey("cal-only", budget, seed), elical.get((budget, seed), ModelKey("elical", budget, seed)),
+                 elical.get(("all", seed), ModelKey("elical", "all", seed))]
     candidates = [("Consis-Sem", "Consis-Sem")] + [(k.name, k.display(pool_size)) for k in dict.fromkeys(keys)]
     drawn = []
     for method, label in candidates:
@@ -125,10 +129,12 @@ def _label_figures(numbers: RunNumbers, folder: Path) -> None:
 
 def write_run_report(cfg: RunConfig, subject: Subject, records: Sequence[Record], evaluation: Evaluation,
                      out: RunFolder, timings: dict[str, float], cpu_seconds: dict[str, float] | None = None,
-                     honesty: HonestyOutcome | None = None, retrieval: RetrievalRun | None = None) -> Path:
+                     honesty: HonestyOutcome | None = None, retrieval: RetrievalRun | None = None, *,
+                     stage2_selection: Selection | None = None) -> Path:
     """Write every table, figure and the two report pages; returns report.md's path. With ``honesty``
     its rows join results.csv and its table gets a section before the notes; with ``retrieval`` (the
-    retrieval step's outputs) the adaptive retrieval and abstention sections come before those."""
+    retrieval step's outputs) the adaptive retrieval and abstention sections come before those; with
+    ``stage2_selection`` (train.select_on) its section follows the setup."""
     fig_dir = out.figures
     fig_dir.mkdir(parents=True, exist_ok=True)
     pool_size = sum(1 for r in records if r.split == "train" and not r.failed)
@@ -152,7 +158,8 @@ def write_run_report(cfg: RunConfig, subject: Subject, records: Sequence[Record]
                          results=results, summary=summary, differences=differences, mean_table=mean_table,
                          exposure=exposure, found=findings(results, records, pool_size, differences=differences),
                          reliability=reliability_figures(cfg, subject, evaluation, pool_size, fig_dir),
-                         timings=timings, cpu_seconds=cpu_seconds or {}, honesty=honesty)
+                         timings=timings, cpu_seconds=cpu_seconds or {}, honesty=honesty,
+                         stage2_selection=stage2_selection)
     if retrieval is not None and cfg.retrieval is not None:
         numbers.retrieval = retrieval_report(retrieval, cfg.retrieval, evaluation, out)
     numbers.label_quality = label_quality_blocks(out.root, records)
@@ -331,7 +338,10 @@ def _setup_blocks(numbers: RunNumbers) -> list[Block]:
          f"{cfg.annotate.top_p}, top_k {cfg.annotate.top_k}); judges: correctness {cfg.annotate.judges.correctness}, "
          f"consistency {cfg.annotate.judges.consistency}"),
         (f"trained: {', '.join(cfg.train.methods)} x budgets {cfg.train.budgets} (all = {pool_size}) x seeds "
-         f"{cfg.train.seeds}; trainer settings `{cfg.train.settings.model_dump(exclude_unset=True)}`"),
+         f"{cfg.train.seeds}{_selection_words(cfg.train.label_selection)}; trainer settings "
+         f"`{cfg.train.settings.model_dump(exclude_unset=True)}`"
+         + (f"; EliCal once per stage-2 recipe of {cfg.train.stage2_candidates}, one chosen on "
+            f"{cfg.train.select_datasets} (left out of every other table)" if cfg.train.select_on != "none" else "")),
         (f"evaluation: {cfg.evaluate.n_resamples} bootstrap resamples, alignment over "
          f"{cfg.evaluate.alignment_repeats} seeded 20/80 splits"),
         "wall time per step (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items())
@@ -341,9 +351,18 @@ def _setup_blocks(numbers: RunNumbers) -> list[Block]:
     ))]
 
 
+def _selection_words(strategy: str) -> str:
+    """How the labelled questions were chosen (train.label_selection), as a clause to append; nothing for random,
+    the seeded draw every run made before strategies existed."""
+    if strategy == "random":
+        return ""
+    return (f"; labels: the first of the `{strategy}` order of the pool, computed with the Eli-Only model of each "
+            "seed (train.label_selection; models/<model>/selection.json lists them)")
+
+
 def _labels_blocks(numbers: RunNumbers) -> list[Block]:
     note = (f"{figures.band_note(numbers.summary)}; dashed purple: Eli-Only (no labels); dotted black: the best "
-            "training-free baseline on that split")
+            f"training-free baseline on that split{_selection_words(numbers.cfg.train.label_selection)}")
     return [Heading("Confidence vs labels"),
             Figure("figures/auroc_vs_labels.png", f"AUROC against labelled questions (paper Figure 5); {note}"),
             Figure("figures/alignment_vs_labels.png",
@@ -387,6 +406,7 @@ def run_document(numbers: RunNumbers) -> Document:
         Bullets(tuple(finding_line(f) for f in numbers.found)),
         *_target_blocks(numbers),
         *_setup_blocks(numbers),
+        *(selection_blocks(numbers.stage2_selection) if numbers.stage2_selection is not None else []),
         Heading("Table 2"),
         Paragraph(f"Values x100, mean over {_count(seeds, 'seed')}, best per column in bold; trained methods carry their "
                   "label budget in brackets. Per-seed values are in results.csv, bootstrap intervals in metrics.csv."),

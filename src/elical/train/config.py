@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 from typing_extensions import Self
 
-from elical.core.choices import Mode
+from elical.core.choices import Mode, Stage2Recipe
 from elical.core.inputs import Range, Seed
 from elical.model.settings import ModelConfig, ModelFields, PromptFields
 from elical.core.settings_contract import Output
@@ -57,7 +57,7 @@ class TrainSettings(YamlConfig, ModelFields):
     # targets and data
     cal_target: Annotated[Literal["samples", "greedy"], Output.CALIBRATION] = "samples"
     head_only_target: Annotated[Literal["cal", "eli"], Output.PER_STAGE] = "cal"  # which stage head-only trains
-    stage2: Annotated[Literal["full", "head", "platt", "mixed"], Output.COMPUTED] = Field(
+    stage2: Annotated[Stage2Recipe, Output.COMPUTED] = Field(
         "full", description=(
             "EliCal's calibration stage. full: LoRA and head trained on the labels (the paper). head: LoRA kept "
             "from stage 1, the head trained on its cached features (lr_head_only). platt: stage 1 kept whole, "

@@ -20,6 +20,7 @@ from elical.core.folder_lock import launch_lock
 from elical.records import Record, read_records
 from elical.train.budgets import budget_subset, split_validation
 from elical.train.config import TrainConfig, stage2_settings
+from elical.train.label_selection import LabelOrder, save_selection
 from elical.train.targets import has_target, require_targets, target_kind, target_value
 
 
@@ -49,8 +50,10 @@ class StagePlan:
     val: list[int]
 
 
-def plan_stages(records: Sequence[Record], cfg: TrainConfig) -> dict[str, StagePlan]:
-    """The data of each stage of ``cfg.mode``: 'eli' and/or 'cal' (errors name what is missing)."""
+def plan_stages(records: Sequence[Record], cfg: TrainConfig, label_order: LabelOrder | None = None) -> dict[str, StagePlan]:
+    """The data of each stage of ``cfg.mode``: 'eli' and/or 'cal' (errors name what is missing). The labelled
+    budget is the seeded random draw, or the first labelled questions of ``label_order`` (a selection strategy's
+    order of the pool, elical.train.label_selection)."""
     stages: dict[str, list[Literal["eli", "cal"]]] = {"eli-only": ["eli"], "cal-only": ["cal"], "elical": ["eli", "cal"],
                                                       "head-only": [cfg.head_only_target]}
     needs = stages[cfg.mode]
@@ -65,8 +68,11 @@ def plan_stages(records: Sequence[Record], cfg: TrainConfig) -> dict[str, StageP
             labelled = [i for i, r in enumerate(records) if has_target(r, kind)]
             if not labelled:
                 require_targets(records, kind, what)  # raises: none is labelled
-            chosen = budget_subset([records[i] for i in labelled], cfg.budget, cfg.seed)
-            pool = [labelled[i] for i in chosen]
+            if label_order is None:
+                chosen = budget_subset([records[i] for i in labelled], cfg.budget, cfg.seed)
+                pool = [labelled[i] for i in chosen]
+            else:
+                pool = _ordered_subset(records, labelled, label_order, cfg.budget)
         targets = [target_value(r, kind) if has_target(r, kind) else None for r in records]
         # correctness of the greedy answer where the stage's labels are correctness (calibration)
         labels = [float(r.greedy_correct) if stage == "cal" and r.greedy_correct is not None else None
@@ -76,6 +82,23 @@ def plan_stages(records: Sequence[Record], cfg: TrainConfig) -> dict[str, StageP
             train = train + _mix_in(records, cfg, set(pool), round(cfg.stage2_mix * len(train)), targets)
         plans[stage] = StagePlan(targets, labels, train, val)
     return plans
+
+
+def _ordered_subset(records: Sequence[Record], labelled: Sequence[int], order: LabelOrder,
+                    budget: int | None) -> list[int]:
+    """Indices of the first ``budget`` labelled records in ``order`` (all labelled ones when None)."""
+    position = {r.id: i for i, r in enumerate(records)}
+    missing = [rid for rid in order.ids if rid not in position]
+    if missing or len(order.ids) != len(records):
+        raise ValueError(f"label selection ({order.strategy}): its order covers {len(order.ids)} questions, the pool "
+                         f"has {len(records)}" + (f"; not in the pool: {missing[0]!r}" if missing else ""))
+    has_label = set(labelled)
+    ordered = [position[rid] for rid in order.ids if position[rid] in has_label]
+    if budget is None:
+        return ordered
+    if budget > len(ordered):
+        raise ValueError(f"--budget {budget} exceeds the {len(ordered)} records available with labels")
+    return ordered[:budget]
 
 
 def _mix_in(records: Sequence[Record], cfg: TrainConfig, labelled: set[int], n: int,
@@ -135,7 +158,7 @@ def _data_version(records: Sequence[Record], plan: StagePlan) -> str:
 
 
 def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequence[Record], epochs: int, lr: float,
-                   start: str | None) -> dict[str, Any]:
+                   start: str | None, label_order: LabelOrder | None = None) -> dict[str, Any]:
     """What decides a stage's output: the config's output settings (:func:`elical.core.settings_contract.output_settings`:
     model, prompts, head, optimisation, selection; LoRA's unless head-only, the budget and calibration target
     for stage 2), the stage's epochs and learning rate, the precision as it resolves here, stage 2's recipe,
@@ -152,12 +175,15 @@ def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequenc
     settings: dict[str, Any] = {**output_settings(cfg, leave_out), "epochs": epochs, "lr": lr, **_precision(cfg)}
     if key == "cal":
         settings.update(stage2_settings(cfg.mode, cfg.stage2, cfg.stage2_mix))
+        if label_order is not None:  # the random draw adds nothing (folders made before selection still resume)
+            settings["label_selection"] = label_order.settings()
     settings["input"] = {"model": model_version(cfg.model), "data": _data_version(records, plan), "start": start}
     return settings
 
 
-def plan_run(cfg: TrainConfig, plans: dict[str, StagePlan], records: Sequence[Record]) -> list[StageSpec]:
-    """The stages of ``cfg.mode`` in order, each with its settings."""
+def plan_run(cfg: TrainConfig, plans: dict[str, StagePlan], records: Sequence[Record],
+             label_order: LabelOrder | None = None) -> list[StageSpec]:
+    """The stages of ``cfg.mode`` in order, each with its settings (``label_order``: see :func:`plan_stages`)."""
     from elical.core.fingerprint import digest
 
     n_labels = len(plans["cal"].train) + len(plans["cal"].val) if "cal" in plans else 0
@@ -176,7 +202,8 @@ def plan_run(cfg: TrainConfig, plans: dict[str, StagePlan], records: Sequence[Re
         if cfg.mode == "elical" and cfg.stage2 == "head":
             lr = cfg.lr_head_only
         start = digest(specs[0].settings) if specs else None
-        specs.append(StageSpec(name, "cal", epochs, lr, stage_settings(cfg, "cal", plans["cal"], records, epochs, lr, start)))
+        specs.append(StageSpec(name, "cal", epochs, lr, stage_settings(cfg, "cal", plans["cal"], records, epochs, lr,
+                                                                       start, label_order)))
     return specs
 
 
@@ -284,7 +311,7 @@ def record_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], start
 
 
 def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, overwrite: bool = False,
-          init_from: str | Path | None = None) -> TrainResult:
+          init_from: str | Path | None = None, label_order: LabelOrder | None = None) -> TrainResult:
     """Run the training of ``cfg.mode`` on the records in ``inputs``; the model lands in output_dir/model
     (the result's ``model``).
 
@@ -293,20 +320,25 @@ def train(cfg: TrainConfig, inputs: Sequence[str], show_progress: bool = True, o
     settings is refused before anything is written (see :func:`check_folder`); ``overwrite`` retrains what
     changed. A rerun with the same settings resumes where the last one stopped. ``init_from`` (mode elical):
     a training folder whose finished stage 1 has this training's stage-1 settings (see
-    :func:`initial_stage`); stage 2 starts from its selected model instead of training stage 1 again."""
+    :func:`initial_stage`); stage 2 starts from its selected model instead of training stage 1 again.
+    ``label_order`` (modes with a calibration stage): label the first ``budget`` questions of a selection
+    strategy's order (elical.train.label_selection) instead of the random draw; it is recorded in the
+    calibration stage's settings and in ``selection.json``."""
     if not cfg.model:
         raise ValueError("no model given: set `model` (a Hugging Face causal LM folder or name)")
     records = read_records(list(inputs))
-    plans = plan_stages(records, cfg)  # all input errors surface here, before any model is loaded or lock taken
-    specs = plan_run(cfg, plans, records)
+    if label_order is not None and cfg.mode not in ("cal-only", "elical"):
+        raise ValueError(f"a label selection applies to modes with labels (cal-only, elical), not {cfg.mode}")
+    plans = plan_stages(records, cfg, label_order)  # all input errors surface here, before any model is loaded or lock taken
+    specs = plan_run(cfg, plans, records, label_order)
     start = initial_stage(init_from, cfg, specs) if init_from is not None else None
     with launch_lock(cfg.output_dir):
-        return _train_locked(cfg, records, plans, specs, start, inputs, show_progress, overwrite)
+        return _train_locked(cfg, records, plans, specs, start, inputs, show_progress, overwrite, label_order)
 
 
 def _train_locked(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, StagePlan], specs: list[StageSpec],
                   start: InitStage | None, inputs: Sequence[str], show_progress: bool,
-                  overwrite: bool) -> TrainResult:
+                  overwrite: bool, label_order: LabelOrder | None = None) -> TrainResult:
     """:func:`train` once it holds the output folder's lock."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
@@ -322,6 +354,9 @@ def _train_locked(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, 
                 "num_processes": accelerator.num_processes, "provenance": provenance()}
     if accelerator.is_main_process:
         (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
+        if label_order is not None:  # the first budget of its order among the labelled questions, as plan_stages
+            kind = target_kind("cal", cfg.cal_target)
+            save_selection(out, label_order, cfg.budget, {r.id for r in records if has_target(r, kind)})
     summaries = _train_stages(cfg, records, plans, specs, start, accelerator, run_info, show_progress)
     return _finish(out, specs, summaries, run_info, accelerator)
 

@@ -21,7 +21,7 @@ import json
 import random
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -82,14 +82,19 @@ def elical_choice(train: TrainPlan, budget: int | Literal["all"] | None, seed: i
     return budget, seed if seed is not None else 0 if 0 in train.seeds else train.seeds[0]
 
 
-def split_pool(pool: Sequence[Record], budget: int | str, seed: int, fraction: float) -> tuple[list[Record], list[Record], str]:
-    """(tuning records, validation records, how validation was chosen), see the module docstring."""
+def split_pool(pool: Sequence[Record], budget: int | str, seed: int, fraction: float,
+               selected: Collection[str] | None = None) -> tuple[list[Record], list[Record], str]:
+    """(tuning records, validation records, how validation was chosen), see the module docstring. ``selected``:
+    the ids EliCal was labelled on when a selection strategy chose them (its selection.json), else the draw."""
     from elical.train.budgets import budget_subset, split_records
 
     labelled = [i for i, r in enumerate(pool) if r.greedy_correct is not None]
     if budget != "all" and int(budget) < len(labelled):
-        chosen = budget_subset([pool[i] for i in labelled], int(budget), seed)
-        seen = {pool[labelled[i]].id for i in chosen}
+        if selected is not None:
+            seen = set(selected)
+        else:
+            chosen = budget_subset([pool[i] for i in labelled], int(budget), seed)
+            seen = {pool[labelled[i]].id for i in chosen}
         return ([r for r in pool if r.id in seen], [r for r in pool if r.id not in seen],
                 f"the {len(pool) - len(seen)} pool questions outside EliCal's {budget}-label budget")
     tune, val = split_records(pool, fraction, seed)
@@ -136,6 +141,7 @@ def honesty_step(cfg: RunConfig, subject: Subject, folder: RunFolder, annotated:
     (run_honesty.json written last: the step is done, :func:`load_honesty` reads it back)."""
     from elical.honesty.compare import run_honesty_plan
     from elical.model.predictions import read_predictions
+    from elical.train.label_selection import SELECTION_FILE
     from elical.train.predict import predict_files
 
     start = time.perf_counter()
@@ -143,7 +149,9 @@ def honesty_step(cfg: RunConfig, subject: Subject, folder: RunFolder, annotated:
     name = gate.key.name
     plan = honesty_plan(cfg)
     settings = _settings(cfg, plan, subject)
-    tune_records, val_records, val_note = split_pool(annotated.pool, budget, seed, settings.val_fraction)
+    selection = folder.model(gate.key) / SELECTION_FILE
+    selected = json.loads(selection.read_text())["chosen"] if cfg.train.selects_labels(gate.key) else None
+    tune_records, val_records, val_note = split_pool(annotated.pool, budget, seed, settings.val_fraction, selected)
     eval_records = _eval_records(plan, subject, annotated.evaluation)
     if not eval_records:
         raise ValueError(f"honesty: no evaluation questions in groups {plan.groups} (subject groups: "

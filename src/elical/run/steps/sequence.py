@@ -1,5 +1,5 @@
-"""The steps of `elical run`, as values: annotate -> train (one step per planned model) -> evaluate ->
-honesty -> retrieval -> report.
+"""The steps of `elical run`, as values: annotate -> train (one step per planned model) -> select-stage2 (with
+``train.select_on: ood-holdout``) -> evaluate -> honesty -> retrieval -> report.
 
 A :class:`Step` says what decides its outputs (``settings``, recorded in ``settings/<name>.json`` by
 run/fingerprints.py; None for the steps recomputed on every run), which earlier steps it reads
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from elical.core.fingerprint import digest
 from elical.model.key import ModelKey
@@ -36,6 +36,7 @@ from elical.run.subjects.subject import Subject, annotate_config
 if TYPE_CHECKING:
     from elical.evaluation.evaluate import Evaluation
     from elical.model.predictions import Predictions
+    from elical.run.stage2_selection import Selection
     from elical.run.steps.honesty_step import HonestyOutcome
     from elical.run.steps.retrieval_step import RetrievalRun
     from elical.run.timings import StepClock
@@ -285,30 +286,109 @@ class Train(RunStep[dict[ModelKey, Trained]]):
         return self.make()  # every model reads its predictions back
 
 
+# ----------------------------------------------------------------------------------------------- select
+
+
+class Select(RunStep["Selection"]):
+    """``train.select_on: ood-holdout``: EliCal's stage-2 recipe chosen on the held-out selection datasets
+    (run/stage2_selection.py), written to stage2_selection.json on every run. Its settings (the datasets, the
+    candidates, the rule and every candidate's training) are recorded, so a changed choice is refused on
+    resume; with select_on none only that is recorded (switching select_on on a folder is refused) and the step
+    is not run."""
+
+    name = "select-stage2"
+
+    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train) -> None:
+        super().__init__(ctx)
+        self.annotate, self.train = annotate, train
+        self.candidates = [m for k, m in train.models.items() if k.stage2 is not None]
+        self.inputs = (annotate, *self.candidates)
+
+    @cached_property
+    def _settings(self) -> dict[str, Any]:
+        from elical.run.stage2_selection import selection_settings
+
+        return selection_settings(self.ctx.cfg, {m.name: digest(m.settings()) for m in self.candidates})
+
+    def settings(self) -> dict[str, Any]:
+        return self._settings
+
+    # outputs: none to clear; stage2_selection.json is written on every run, like the evaluation (and a step without
+    # outputs has its settings compared on every resume, also where it does not run)
+
+    def make(self) -> Selection:
+        from elical.run.stage2_selection import select_recipe, write_selection
+
+        ctx = self.ctx
+        held = set(ctx.cfg.train.select_datasets)
+        records = [r for r in self.annotate.value.evaluation if not r.failed]
+        groups = {**ctx.subject.groups, **ctx.cfg.evaluate.groups}
+        models = {k: t.predictions for k, t in self.train.value.items() if k.stage2 is not None or k.method == "eli-only"}
+        selection = select_recipe(ctx.cfg, records, models, groups)
+        write_selection(ctx.folder.stage2_selection, selection, ctx.cfg)
+        scores = ", ".join(f"{r} {v:.3f}" for r, v in selection.scores.items())
+        ctx.log(f"select-stage2: {selection.winner} chosen on {', '.join(sorted(held))} (mean AUROC: {scores})")
+        return selection
+
+
+def reported_records(cfg: RunConfig, records: Sequence[Record]) -> list[Record]:
+    """The records the report is about: with ``train.select_on`` ood-holdout, the selection datasets' evaluated
+    questions are left out (they chose the recipe, so they are not reported)."""
+    held = set(cfg.train.select_datasets) if cfg.train.select_on != "none" else set()
+    return [r for r in records if r.split == "train" or r.dataset not in held]
+
+
 # ----------------------------------------------------------------------------------------------- evaluate
 
 
 class Evaluate(RunStep["Evaluation"]):
     """Baselines from the records and the trained models' predictions, scored on the evaluation records
-    (recomputed on every run, so a changed ``evaluate:`` setting simply takes effect)."""
+    (recomputed on every run, so a changed ``evaluate:`` setting simply takes effect). With a selection
+    (``select-stage2``): the reported records only, and of the EliCal candidates the chosen recipe's models."""
 
     name = "evaluate"
 
-    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train) -> None:
+    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train, select: Select | None = None) -> None:
         super().__init__(ctx)
-        self.annotate, self.train = annotate, train
-        self.inputs = (annotate, train)
+        self.annotate, self.train, self.select = annotate, train, select
+        self.inputs = (annotate, train) if select is None else (annotate, train, select)
 
     def make(self) -> Evaluation:
         from elical.evaluation.evaluate import evaluate
 
         cfg, subject = self.ctx.cfg, self.ctx.subject
-        eval_records = [r for r in self.annotate.value.evaluation if not r.failed]
+        eval_records = [r for r in reported_records(cfg, self.annotate.value.evaluation) if not r.failed]
         ecfg = cfg.evaluate.model_copy(update={"groups": {**subject.groups, **cfg.evaluate.groups}})
-        return evaluate(eval_records, [t.predictions for t in self.train.value.values()], ecfg)
+        winner = self.select.value.winner if self.select is not None else None
+        predictions = [t.predictions for k, t in self.train.value.items() if k.stage2 in (None, winner)]
+        return evaluate(eval_records, predictions, ecfg)
 
 
 # ----------------------------------------------------------------------------------------------- honesty, retrieval
+
+
+class Gate:
+    """The EliCal model a honesty or retrieval section gates on, at its (budget, seed): the plan's one, or
+    with a selection the chosen recipe's. Its step is that model's, or the select step (whose settings hold
+    every candidate's), so the section's record names what decides the gate either way."""
+
+    def __init__(self, train: Train, budget: int | Literal["all"], seed: int, select: Select | None) -> None:
+        self.train, self.budget, self.seed, self.select = train, budget, seed, select
+        self.step: Step = select if select is not None else train.models[ModelKey("elical", budget, seed)]
+
+    def settings(self) -> dict[str, Any]:
+        """The settings of the step that decides the gate."""
+        settings = self.step.settings()
+        if settings is None:
+            raise RuntimeError(f"{self.step.name} records no settings, so it cannot decide a gate")
+        return settings
+
+    @property
+    def value(self) -> Trained:
+        """The gating model (after the train and select steps ran)."""
+        key = ModelKey("elical", self.budget, self.seed) if self.select is None else \
+            self.select.value.key(self.budget, self.seed)
+        return self.train.models[key].value
 
 
 class Honesty(RunStep["HonestyOutcome"]):
@@ -316,12 +396,12 @@ class Honesty(RunStep["HonestyOutcome"]):
 
     name = "honesty"
 
-    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train) -> None:
+    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train, select: Select | None = None) -> None:
         from elical.run.steps.honesty_step import gate_choice
 
         super().__init__(ctx)
-        self.annotate, self.gate = annotate, train.models[ModelKey("elical", *gate_choice(ctx.cfg))]
-        self.inputs = (annotate, self.gate)
+        self.annotate, self.gate = annotate, Gate(train, *gate_choice(ctx.cfg), select)
+        self.inputs = (annotate, self.gate.step)
 
     def settings(self) -> dict[str, Any]:
         return honesty_settings(self.ctx.cfg, digest(self.annotate.settings()), digest(self.gate.settings()))
@@ -350,12 +430,12 @@ class Retrieval(RunStep["RetrievalRun"]):
 
     name = "retrieval"
 
-    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train) -> None:
+    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train, select: Select | None = None) -> None:
         from elical.run.steps.retrieval_step import retrieval_gate
 
         super().__init__(ctx)
-        self.annotate, self.gate = annotate, train.models[ModelKey("elical", *retrieval_gate(ctx.cfg))]
-        self.inputs = (annotate, self.gate)
+        self.annotate, self.gate = annotate, Gate(train, *retrieval_gate(ctx.cfg), select)
+        self.inputs = (annotate, self.gate.step)
 
     def settings(self) -> dict[str, Any]:
         return retrieval_settings(self.ctx.cfg, self.ctx.subject, digest(self.annotate.settings()),
@@ -389,10 +469,11 @@ class Report(RunStep[Path]):
     name = "report"
 
     def __init__(self, ctx: RunContext, annotate: Annotate, evaluate: Evaluate, honesty: Honesty | None,
-                 retrieval: Retrieval | None) -> None:
+                 retrieval: Retrieval | None, select: Select | None = None) -> None:
         super().__init__(ctx)
         self.annotate, self.evaluate, self.honesty, self.retrieval = annotate, evaluate, honesty, retrieval
-        self.inputs = tuple(s for s in (annotate, evaluate, honesty, retrieval) if s is not None)
+        self.select = select
+        self.inputs = tuple(s for s in (annotate, select, evaluate, honesty, retrieval) if s is not None)
 
     def make(self) -> Path:
         from elical.run.report import write_run_report
@@ -400,9 +481,11 @@ class Report(RunStep[Path]):
         ctx = self.ctx
         timings = ctx.clock.timings if ctx.clock else {}
         cpu = ctx.clock.cpu_seconds if ctx.clock else {}
-        return write_run_report(ctx.cfg, ctx.subject, self.annotate.value.records, self.evaluate.value, ctx.folder,
-                                timings, cpu, self.honesty.value if self.honesty else None,
-                                self.retrieval.value if self.retrieval else None)
+        return write_run_report(ctx.cfg, ctx.subject, reported_records(ctx.cfg, self.annotate.value.records),
+                                self.evaluate.value, ctx.folder, timings, cpu,
+                                self.honesty.value if self.honesty else None,
+                                self.retrieval.value if self.retrieval else None,
+                                stage2_selection=self.select.value if self.select else None)
 
 
 # ----------------------------------------------------------------------------------------------- the plan
@@ -418,27 +501,32 @@ class RunSteps:
     report: Report
     honesty: Honesty | None = None
     retrieval: Retrieval | None = None
+    select: Select | None = None  # always recorded; run with train.select_on ood-holdout only
 
     def loop(self) -> list[Step]:
         """The steps in the order the run does them."""
         optional: list[Step] = [s for s in (self.honesty, self.retrieval) if s is not None]
-        return [self.annotate, self.train, self.evaluate, *optional, self.report]
+        chosen: list[Step] = [self.select] if self.select is not None and self.evaluate.select is not None else []
+        return [self.annotate, self.train, *chosen, self.evaluate, *optional, self.report]
 
     def recorded(self) -> list[Step]:
         """The resumable steps, whose settings the run folder records (annotate, train-<model>, ...)."""
-        return [s for s in (self.annotate, *self.train.models.values(), self.honesty, self.retrieval)
+        return [s for s in (self.annotate, *self.train.models.values(), self.select, self.honesty, self.retrieval)
                 if s is not None]
 
 
 def run_steps(ctx: RunContext) -> RunSteps:
-    """This run's steps: annotate, train per planned model, evaluate, the config's honesty and retrieval
-    sections, report."""
+    """This run's steps: annotate, train per planned model, select-stage2 (run with train.select_on ood-holdout),
+    evaluate, the config's honesty and retrieval sections, report."""
     annotate = Annotate(ctx)
     train = Train(ctx, annotate)
-    evaluate = Evaluate(ctx, annotate, train)
-    honesty = Honesty(ctx, annotate, train) if ctx.cfg.honesty is not None else None
-    retrieval = Retrieval(ctx, annotate, train) if ctx.cfg.retrieval is not None else None
-    return RunSteps(annotate, train, evaluate, Report(ctx, annotate, evaluate, honesty, retrieval), honesty, retrieval)
+    select = Select(ctx, annotate, train)
+    chosen = select if ctx.cfg.train.select_on != "none" else None
+    evaluate = Evaluate(ctx, annotate, train, chosen)
+    honesty = Honesty(ctx, annotate, train, chosen) if ctx.cfg.honesty is not None else None
+    retrieval = Retrieval(ctx, annotate, train, chosen) if ctx.cfg.retrieval is not None else None
+    report = Report(ctx, annotate, evaluate, honesty, retrieval, chosen)
+    return RunSteps(annotate, train, evaluate, report, honesty, retrieval, select)
 
 
 def check_run_folder(cfg: RunConfig, subject: Subject, out: Path, overwrite: bool = False) -> list[str]:

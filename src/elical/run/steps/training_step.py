@@ -17,15 +17,18 @@ from elical.run.subjects.subject import Subject
 
 if TYPE_CHECKING:
     from elical.train.config import TrainConfig
+    from elical.train.label_selection import LabelOrder
 
 
 def train_config(cfg: RunConfig, subject: Subject, folder: RunFolder, key: ModelKey, pool_size: int) -> TrainConfig:
-    """The trainer's settings for one planned model: the plan's (its stage-2 recipe for EliCal only), with
-    the model's method, budget and seed, the subject's model and prompt wording, and the plan's calibration
-    epochs for its labels."""
+    """The trainer's settings for one planned model: the plan's (its stage-2 recipe for EliCal only: the
+    key's for a recipe candidate), with the model's method, budget and seed, the subject's model and prompt
+    wording, and the plan's calibration epochs for its labels."""
     from elical.train.config import ELICAL_STAGE2, TrainConfig
 
     settings = cfg.train.settings.model_dump(exclude=set() if key.method == "elical" else ELICAL_STAGE2)
+    if key.stage2 is not None:
+        settings["stage2"] = key.stage2
     # the same wording the questions were answered with (records carry their rendered prompt too)
     prompts = cfg.annotate.prompts.model_copy(update=subject.prompts)
     if key.method in ("cal-only", "elical", "head-only"):
@@ -41,12 +44,27 @@ def train_config(cfg: RunConfig, subject: Subject, folder: RunFolder, key: Model
 
 
 def stage1_source(folder: RunFolder, key: ModelKey) -> Path | None:
-    """Where EliCal's stage 1 comes from: Eli-Only's training of the same seed (the trainer checks its
-    settings are EliCal's stage-1 settings). None for other methods, and for an EliCal folder of an
-    earlier elical version that holds its own copy of that stage."""
+    """Where EliCal's stage 1 comes from: Eli-Only's training of the same seed, for every recipe candidate
+    alike (the trainer checks its settings are EliCal's stage-1 settings). None for other methods, and for an
+    EliCal folder of an earlier elical version that holds its own copy of that stage."""
     if key.method != "elical" or (folder.model(key) / "stage1-eli" / "done.json").exists():
         return None
     return folder.model(ModelKey("eli-only", None, key.seed))
+
+
+def label_order(cfg: RunConfig, folder: RunFolder, key: ModelKey) -> LabelOrder | None:
+    """The order ``key``'s labels are the first of: the plan's strategy applied to the pool with the Eli-Only model
+    of its seed (computed once per seed and kept in that model's folder as ``selection-<strategy>.json``); None
+    where the labels are today's random draw (see :meth:`TrainPlan.selects_labels`)."""
+    if not cfg.train.selects_labels(key):
+        return None
+    from elical.records import read_records
+    from elical.train.label_selection import cached_label_order
+
+    strategy = cfg.train.label_selection
+    eli = ModelKey("eli-only", None, key.seed)
+    return cached_label_order(read_records([str(folder.pool)]), folder.weights(eli), strategy=strategy, seed=key.seed,
+                              cache=folder.model(eli) / f"selection-{strategy}.json", device=cfg.annotate.device)
 
 
 def check_budgets(cfg: RunConfig, pool_size: int, what: str) -> None:
@@ -69,7 +87,8 @@ def train_model(cfg: RunConfig, subject: Subject, folder: RunFolder, key: ModelK
         return scores
     tcfg = train_config(cfg, subject, folder, key, pool_size)
     start = time.perf_counter()
-    trained = train(tcfg, [str(folder.pool)], show_progress=False, init_from=stage1_source(folder, key))
+    trained = train(tcfg, [str(folder.pool)], show_progress=False, init_from=stage1_source(folder, key),
+                    label_order=label_order(cfg, folder, key))
     predict_files(trained.model, [str(folder.evaluation_records)], scores, method=key.name,
                   device=cfg.annotate.device, key=key)
     log(f"train: {key.name} in {time.perf_counter() - start:.1f}s")
@@ -79,7 +98,7 @@ def train_model(cfg: RunConfig, subject: Subject, folder: RunFolder, key: ModelK
 def train_parallel(cfg: RunConfig, subject: Subject, folder: RunFolder, pool_size: int,
                    log: Callable[[str], None], model_done: Callable[[], None]) -> dict[ModelKey, Path]:
     """The plan's models, ``cfg.train.workers`` at a time in spawned processes; an EliCal model starts once
-    the Eli-Only model of its seed (its stage 1) is done. A failed model stops the step with its error."""
+    the Eli-Only model of its seed (its stage 1) is done, and so does a Cal-Only one whose labels it selects. A failed model stops the step with its error."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
@@ -91,7 +110,7 @@ def train_parallel(cfg: RunConfig, subject: Subject, folder: RunFolder, pool_siz
     with ProcessPoolExecutor(cfg.train.workers, mp_context=context, initializer=_worker_threads,
                              initargs=(threads,)) as pool:
         while waiting or running:
-            for key in [k for k in waiting if _stage1_done(k, made)]:
+            for key in [k for k in waiting if _stage1_done(cfg, k, made)]:
                 waiting.remove(key)
                 running[pool.submit(_timed_train_model, cfg, subject, folder, key, pool_size)] = key
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -118,6 +137,8 @@ def _timed_train_model(cfg: RunConfig, subject: Subject, folder: RunFolder, key:
     return train_model(cfg, subject, folder, key, pool_size, lambda _: None), time.perf_counter() - start
 
 
-def _stage1_done(key: ModelKey, made: Mapping[ModelKey, Path]) -> bool:
-    """Whether ``key`` can start: EliCal waits for the Eli-Only model of its seed."""
-    return key.method != "elical" or ModelKey("eli-only", None, key.seed) in made
+def _stage1_done(cfg: RunConfig, key: ModelKey, made: Mapping[ModelKey, Path]) -> bool:
+    """Whether ``key`` can start: EliCal, and Cal-Only whose labels a strategy selects, wait for the Eli-Only model
+    of its seed."""
+    waits = key.method == "elical" or cfg.train.selects_labels(key)
+    return not waits or ModelKey("eli-only", None, key.seed) in made
