@@ -7,7 +7,7 @@ Modules get their layer from ``tools/check_imports.py``'s ``LAYERS``. Printed:
 - the elical modules the run enters, per layer;
 - every call from a lower layer into a higher one (a "return to a higher layer already left"), with its count;
 - per part (the package under ``elical``) below the apps layer, how many separate times the run's own
-  modules (``elical.run``) enter it: consecutive calls into one part are one entry.
+  modules (``elical.run``), and its step loop alone, enter it: consecutive calls into one part are one entry.
 
     python tools/trace_run.py [--out DIR]      # the tiny world run of benchmarks/same_outputs.py
 
@@ -82,13 +82,13 @@ def trace(config: Any, out: Path) -> list[tuple[str, str]]:
     return calls
 
 
-def entries_from_run(calls: list[tuple[str, str]]) -> dict[str, int]:
-    """Per part below the apps layer: separate entries from elical.run (consecutive calls count once)."""
+def entries_from(calls: list[tuple[str, str]], callers: tuple[str, ...]) -> dict[str, int]:
+    """Per part below the apps layer: separate entries from the ``callers`` modules (consecutive calls count once)."""
     apps = len(LAYERS) - 1
     entries: dict[str, int] = defaultdict(int)
     last = None
     for caller, callee in calls:
-        if part_of(caller) != "run":
+        if not caller.startswith(callers):
             continue
         part = part_of(callee)
         if part == "run" or layer_of(callee) in (apps, 0):  # the base layer's values and files are used everywhere
@@ -119,9 +119,11 @@ def main() -> None:
     print(f"calls from a lower layer into a higher one: {len(upward)} caller/callee pairs, {sum(upward.values())} calls")
     for (caller, callee), count in upward.most_common():
         print(f"  {caller} ({LAYERS[layer_of(caller)][0]}) -> {callee} ({LAYERS[layer_of(callee)][0]}): {count}")
-    entries = entries_from_run(calls)
-    print("entries from elical.run into each part (consecutive calls count once): "
-          + ", ".join(f"{part} {n}" for part, n in sorted(entries.items(), key=lambda kv: -kv[1])))
+    for label, callers in (("elical.run (any module)", ("elical.run",)),
+                           ("the step loop (run.pipeline, run.steps.sequence)", ("elical.run.pipeline", "elical.run.steps.sequence"))):
+        entries = entries_from(calls, callers)
+        print(f"entries from {label} into each part (consecutive calls count once): "
+              + ", ".join(f"{part} {n}" for part, n in sorted(entries.items(), key=lambda kv: -kv[1])))
 
 
 if __name__ == "__main__":
