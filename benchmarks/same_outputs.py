@@ -1,6 +1,8 @@
 """Same outputs from two copies of the code: a tiny `elical run` (default world subject, honesty on) under each,
 side by side: every settings/<step>.json digest, every file of every model folder (sha256), the gate's
-values, the records, scores, metrics, differences and honesty tables, and the rows of results.csv. Exit status 1 if anything differs.
+values, the records, scores, metrics, differences and honesty tables, and the rows of results.csv; then the base
+run folder resumed by the new code, which must leave every one of those outputs as it was. Exit status 1 if
+anything differs (a settings record only the new code writes, for a step of its own, is listed, not counted).
 
     python benchmarks/same_outputs.py                      # `git archive 1c1592e src` against the working tree
     python benchmarks/same_outputs.py --rev HEAD~3
@@ -163,6 +165,8 @@ def main() -> int:
             seconds = run(src, work / name / "run", config)
             print(f"{name}: run in {seconds:.0f} s")
             found[name] = outputs(work / name / "run")
+        seconds = run(args.new_src.resolve(), work / "base" / "run", config)  # the base folder, resumed by the new code
+        resumed = outputs(work / "base" / "run")
     keys = sorted(set(found["base"]) | set(found["new"]))
     width = max(map(len, keys))
     print(f"\n{'output':<{width}}  {'base':<18}  {'new':<18}  same")
@@ -174,8 +178,16 @@ def main() -> int:
             print(f"{key:<{width}}  {'yes' if a == b else 'NO'}\n    base: {a}\n    new:  {b}")
         else:
             print(f"{key:<{width}}  {a:<18}  {b:<18}  {'yes' if a == b else 'NO'}")
+    added = sorted(set(found["new"]) - set(found["base"]))
+    if added and all(key.startswith("settings/") for key in added):  # a step the base code did not record
+        differ -= len(added)
+        print(f"only the new code records: {', '.join(added)} (a step of its own, not a changed output)")
     print(f"\n{len(keys)} outputs compared, {differ} differ: " + ("identical" if not differ else "NOT identical"))
-    return 1 if differ else 0
+    changed = [key for key in found["base"] if resumed.get(key) != found["base"][key]]
+    print(f"the base folder resumed by the new code in {seconds:.0f} s: {len(found['base']) - len(changed)} of "
+          f"{len(found['base'])} outputs unchanged" + (f"; changed: {', '.join(changed)}" if changed else "")
+          + (f"; added: {', '.join(sorted(set(resumed) - set(found['base'])))}" if set(resumed) - set(found["base"]) else ""))
+    return 1 if differ or changed else 0
 
 
 if __name__ == "__main__":
