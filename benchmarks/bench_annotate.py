@@ -18,7 +18,19 @@ Plain and shared-prefix sampling alternate ``--repeats`` times (default 3) after
 drift of the machine touches both sides of every ratio; each run and the median of the per-round
 ratios (shared-prefix / plain answers per second) are printed.
 
+  5. ``--whole`` (issue 24): the whole annotation end to end, one process per run (imports, model load,
+     generation, judging, writing), the serial path (``pipeline: false``) and the pipelined one (``true``) alternating
+     ``--repeats`` times: questions/s, the median ratio per round, the share of wall time each stage took
+     (the timers of the folder's meta file: generating, judging, writing, and the wait for generation),
+     GPU utilisation where there is a GPU, and whether every run's records equal the first serial run's.
+     ``--subject world`` (default) runs the default ``elical run``'s annotate step (the packaged world LM,
+     the default preset's settings, every question of the world); ``--subject files`` runs
+     ``elical annotate`` on ``--data`` files (``--model``, ``--k``, ``--max-new-tokens``, ``--limit``,
+     ``--batch-size``, ``--fast-decode``, ``--consistency-judge``); ``--judge-workers N``: the pipelined runs
+     judge with N processes (``annotate.judges.workers``). GPU: ``benchmarks/annotate_whole_gpu.sh``.
+
 CPU (small):  python benchmarks/bench_annotate.py --size tiny
+Whole (CPU):  python benchmarks/bench_annotate.py --whole --repeats 3
 Decoding:     python benchmarks/bench_annotate.py --size full --sections decode --model /path/to/smollm2-hf
 GPU (full):   python benchmarks/bench_annotate.py --size full --records runs/x/records.parquet
 Prints the machine first and one table per section.
@@ -256,6 +268,123 @@ def judge_savings(records_path: Path, llm_sample: int, device: str, model=None, 
     return rows, agreement
 
 
+# ---------------------------------------------------------------------------- the whole command (issue 24)
+
+WHOLE_VARIANTS = {"serial": False, "pipelined": True}  # variant -> annotate.pipeline
+
+
+def world_step(out: Path, pipeline: bool, judge_workers: int = 0) -> None:
+    """The default `elical run`'s annotate step, as the run makes it (its subject, settings and call)."""
+    from elical.annotate.pipeline import annotate
+    from elical.annotate.run import build_backend
+    from elical.model.loading import model_version
+    from elical.run.config import load_run_config
+    from elical.run.subjects.by_name import build_subject
+    from elical.run.subjects.subject import annotate_config
+
+    cfg = load_run_config("default")
+    subject = build_subject(cfg)
+    ann = annotate_config(cfg, subject)
+    ann = ann.model_copy(update={"pipeline": pipeline, "judges": ann.judges.model_copy(update={"workers": judge_workers})})
+    annotate(subject.items, build_backend(ann), None, ann, out, progress=False, versions={"model": model_version(subject.model)})
+
+
+def whole_command(args: argparse.Namespace, out: Path, pipeline: bool) -> list[str]:
+    """The command of one whole run into ``out`` (the pipelined run with ``--judge-workers`` judge processes)."""
+    workers = args.judge_workers if pipeline else 0
+    if args.subject == "world":
+        return [sys.executable, str(Path(__file__).resolve()), "--world-step", str(out), "--pipeline", str(pipeline).lower(),
+                "--judge-workers", str(workers)]
+    files = sorted(str(p) for p in args.data.glob("*.jsonl")) if args.data.is_dir() else [str(args.data)]
+    settings = out.parent / f"{out.name}.yaml"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"pipeline": pipeline, "judges": {"workers": workers}}))  # JSON is YAML
+    command = [sys.executable, "-m", "elical.cli", "annotate", *files, "--out", str(out), "--config", str(settings),
+               "--model", args.smollm2, "--k", str(args.k), "--max-new-tokens", str(args.whole_max_new_tokens),
+               "--consistency-judge", args.consistency_judge]
+    for flag, value in (("--limit", args.limit), ("--batch-size", args.batch_size)):
+        command += [flag, str(value)] if value else []
+    return command + (["--fast-decode"] if args.fast_decode else [])
+
+
+class GpuSampler:
+    """Mean GPU utilisation (nvidia-smi, every 200 ms) while a run lasts; None without a GPU."""
+
+    def __init__(self) -> None:
+        import shutil
+        import subprocess
+
+        self.proc = None
+        if torch.cuda.is_available() and shutil.which("nvidia-smi"):
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                                          "-lms", "200", "-i", "0"], stdout=subprocess.PIPE, text=True)
+
+    def stop(self) -> float | None:
+        if self.proc is None:
+            return None
+        self.proc.terminate()
+        values = [float(v) for v in self.proc.communicate()[0].split() if v.replace(".", "", 1).isdigit()]
+        return statistics.mean(values) if values else None
+
+
+def whole_run(args: argparse.Namespace, out: Path, pipeline: bool) -> dict:
+    """One whole run, timed from start to exit, with its stage timings and GPU utilisation."""
+    import shutil
+    import subprocess
+
+    shutil.rmtree(out, ignore_errors=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    gpu = GpuSampler()
+    start = time.perf_counter()
+    done = subprocess.run(whole_command(args, out, pipeline), env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    utilisation = gpu.stop()
+    if done.returncode:
+        raise SystemExit(f"run failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    meta = json.loads((out / "meta-0of1.json").read_text())
+    timings = meta["timings"]
+    return {"questions": meta["questions"], "wall_s": wall, "questions_per_s": meta["questions"] / wall,
+            "annotate_s": timings["wall_s"], "generate_share": timings["generate_share"],
+            "judge_share": timings["judge_share"], "write_share": timings["write_share"],
+            "wait_share": timings["wait_share"], "gpu_util_pct": utilisation}
+
+
+def bench_whole(args: argparse.Namespace) -> list[dict]:
+    """``--repeats`` rounds of the variants in turn (after one untimed warm-up of each, which also fills
+    the OS's file cache); per run its row; then per variant the medians and the per-round ratios."""
+    from elical.records import read_parquet
+
+    work = args.work
+    reference = None
+    for name, pipeline in WHOLE_VARIANTS.items():
+        whole_run(args, work / f"warm-{name}", pipeline)
+    rows: list[dict] = []
+    for run in range(1, args.repeats + 1):
+        for name, pipeline in WHOLE_VARIANTS.items():
+            out = work / f"{name}-{run}"
+            row = {"variant": name, "round": run, **whole_run(args, out, pipeline), "load_avg_1m": os.getloadavg()[0]}
+            records = read_parquet(out / "records.parquet")
+            reference = records if reference is None else reference
+            row["records_equal_serial"] = records == reference
+            rows.append(row)
+            print(" | ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+    summary = []
+    walls = {name: [r["wall_s"] for r in rows if r["variant"] == name] for name in WHOLE_VARIANTS}
+    for name in WHOLE_VARIANTS:
+        mine = [r for r in rows if r["variant"] == name]
+        ratios = [s / t for s, t in zip(walls["serial"], walls[name])]
+        summary.append({"variant": name, "rounds": len(mine),
+                        "questions_per_s_median": statistics.median(r["questions_per_s"] for r in mine),
+                        "x_serial_median": statistics.median(ratios), "x_serial_per_round": ", ".join(f"{x:.3f}" for x in ratios),
+                        **{f"{stage}_share_median": statistics.median(r[f"{stage}_share"] for r in mine)
+                           for stage in ("generate", "judge", "write", "wait")},
+                        "gpu_util_pct_median": statistics.median(r["gpu_util_pct"] for r in mine) if mine[0]["gpu_util_pct"] is not None else None,
+                        "records_equal_serial": all(r["records_equal_serial"] for r in mine)})
+    print_table("Whole annotation, every run", rows)
+    print_table(f"Whole annotation, serial vs pipelined ({args.repeats} alternating rounds; ratio = serial wall / variant wall)", summary)
+    return rows + summary
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=["tiny", "full"], default="tiny")
@@ -269,6 +398,19 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, nargs="+", default=None,
                         help="decode section: answer lengths to measure (default 64 full, 8 tiny)")
     parser.add_argument("--json", type=Path, help="also write all rows here")
+    whole = parser.add_argument_group("--whole: the whole annotation, serial vs pipelined")
+    whole.add_argument("--whole", action="store_true", help="time the whole annotation (nothing else runs)")
+    whole.add_argument("--subject", choices=["world", "files"], default="world")
+    whole.add_argument("--work", type=Path, default=Path("/tmp/bench-annotate-whole"), help="run folders (replaced)")
+    whole.add_argument("--k", type=int, default=20)
+    whole.add_argument("--whole-max-new-tokens", type=int, default=24)
+    whole.add_argument("--limit", type=int, default=None)
+    whole.add_argument("--batch-size", type=int, default=None)
+    whole.add_argument("--fast-decode", action="store_true")
+    whole.add_argument("--consistency-judge", default="answer")
+    whole.add_argument("--judge-workers", type=int, default=0, help="judge processes of the pipelined runs (judges.workers)")
+    parser.add_argument("--world-step", type=Path, help=argparse.SUPPRESS)  # one run of --whole --subject world
+    parser.add_argument("--pipeline", choices=["true", "false"], default="true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -277,6 +419,18 @@ def arguments() -> argparse.Namespace:
 
 def main() -> None:
     args = arguments()
+    if args.world_step is not None:
+        world_step(args.world_step, args.pipeline == "true", args.judge_workers)
+        return
+    if args.whole:
+        print(machine())
+        print(f"load average before: {os.getloadavg()[0]:.2f} | subject {args.subject} | judge processes of the pipelined "
+              f"runs: {args.judge_workers}", flush=True)
+        rows = bench_whole(args)
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        if args.json:
+            args.json.write_text(json.dumps({"machine": machine(), "whole": rows}, indent=2))
+        return
     full = args.size == "full"
     device = "cuda" if torch.cuda.is_available() else "cpu"
     n, k, max_new = (256, 20, 64) if full else (4, 4, 8)

@@ -5,6 +5,7 @@ and metrics that are not bit-identical. Prints the counts and the machine.
     python benchmarks/kill_resume.py --n 3                     # the packaged world LM on CPU, a few minutes
     python benchmarks/kill_resume.py --n 10 --work /tmp/kr     # keep the folders to look at
     python benchmarks/kill_resume.py --only annotate --chunk-seconds 0.5   # shards sized by time too
+    python benchmarks/kill_resume.py --pipeline on             # judging in a thread behind generation (issue 24)
 
 Each trial starts the command, waits until it holds its output folder's lock (the work has begun), kills
 it after a random share of the uninterrupted run's working time (halved and retried from scratch, up to
@@ -85,11 +86,12 @@ def table_diff(base: Path, got: Path, what: str) -> Counter:
     return Counter({f"{what}_different": int((~same).to_numpy().sum())})
 
 
-def annotate_job(questions: Path, chunk_seconds: float | None = None) -> Job:
+def annotate_job(questions: Path, chunk_seconds: float | None = None, pipeline: bool | None = None) -> Job:
     from elical.world import default_lm_path
 
     def command(out: Path) -> list[str]:
         timed = ["--chunk-seconds", str(chunk_seconds)] if chunk_seconds else []
+        timed += [] if pipeline is None else ["--pipeline" if pipeline else "--no-pipeline"]
         return [*ELICAL, "annotate", str(questions), "--out", str(out), "--model", str(default_lm_path()),
                 "--k", "4", "--chunk-size", "8", "--batch-size", "32", "--device", "cpu", *timed]
 
@@ -239,6 +241,8 @@ def main() -> None:
     parser.add_argument("--only", choices=["annotate", "train", "run"], action="append", help="Just these jobs.")
     parser.add_argument("--chunk-seconds", type=float, default=None,
                         help="annotate job: also write a shard once its chunk has run this long (time-sized shards).")
+    parser.add_argument("--pipeline", choices=["auto", "on", "off"], default="auto",
+                        help="annotate and run jobs: annotate.pipeline (auto: off on a CPU, on with a GPU).")
     args = parser.parse_args()
     import elical
 
@@ -249,8 +253,11 @@ def main() -> None:
         work = Path(args.work or tmp)
         work.mkdir(parents=True, exist_ok=True)
         world_questions(work / "questions.jsonl", args.questions)
-        (work / "run.yaml").write_text(RUN_CONFIG)
-        jobs = {"annotate": lambda: annotate_job(work / "questions.jsonl", args.chunk_seconds),
+        pipeline = {"auto": None, "on": True, "off": False}[args.pipeline]
+        run_config = RUN_CONFIG if pipeline is None else RUN_CONFIG.replace("device: cpu}", f"device: cpu, pipeline: {str(pipeline).lower()}}}")
+        (work / "run.yaml").write_text(run_config)
+        print(f"annotate.pipeline: {args.pipeline}", flush=True)
+        jobs = {"annotate": lambda: annotate_job(work / "questions.jsonl", args.chunk_seconds, pipeline),
                 "train": lambda: train_job(work / "annotate-base" / "records.parquet", work / "annotate-base" / "records.parquet"),
                 "run": lambda: run_job(work / "run.yaml")}
         wanted = args.only or list(jobs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -100,8 +101,18 @@ def judge_maker(config: AnnotateConfig, backend: Any = None) -> Callable[[str], 
     return make
 
 
-def build_judges(config: AnnotateConfig, backend: Any = None, out_dir: str | Path | None = None):
-    """The two judges of the config, each wrapped in dedup + the run folder's on-disk cache."""
+def build_judges(config: AnnotateConfig, backend: Any = None, out_dir: str | Path | None = None,
+                 pool: Executor | None = None) -> Judges:
+    """The two judges of the config, each wrapped in dedup + the run folder's on-disk cache; with ``pool``
+    (``judges.workers`` processes, elical.annotate.judge_pool), their rules run on it."""
     cache = JudgeCache(Path(out_dir) / "judge_cache.sqlite") if out_dir is not None and config.judges.cache else None
     make = judge_maker(config, backend)
-    return Judges(CachedJudge(make(config.judges.correctness), cache), CachedJudge(make(config.judges.consistency), cache))
+
+    def judge(kind: str) -> Judge:
+        if pool is None:
+            return make(kind)
+        from elical.annotate.judge_pool import pooled
+
+        return pooled(kind, make(kind), pool, config.judges.workers)
+
+    return Judges(CachedJudge(judge(config.judges.correctness), cache), CachedJudge(judge(config.judges.consistency), cache))

@@ -13,14 +13,20 @@ Rerunning the same command skips the questions already in shard files, so a kill
 its current chunk (``chunk_size`` questions, or fewer once it has run ``chunk_seconds``); a rerun whose
 output settings differ is refused (``overwrite`` starts over), and a second process on the folder fails
 at once (elical.core.folder_lock). A question whose generation keeps failing is recorded with ``failure`` set.
+
+With ``pipeline`` on (by default where generation runs off the CPU), the last batch is judged in a thread
+while the next one is generated (elical.annotate.stages); the batches, so the records, are the serial
+path's. The meta file records each stage's seconds (``timings``).
 """
 
 from __future__ import annotations
 
 import json
 import platform
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +43,7 @@ from elical.annotate.config import AnnotateConfig
 from elical.annotate.judges import Judge, JudgeQuery, Judges  # Judges: importable here too
 from elical.annotate.progress import annotate_progress
 from elical.annotate.prompts import qa_prompt, verbal_prompt
+from elical.annotate.stages import Behind, InTurn, StageClock, batch_plan
 from elical.annotate.verbal import load_verbal_examples
 from elical.data.items import QAItem, parse_shard, select_shard
 from elical.core.fingerprint import check_or_write_settings, path_version
@@ -106,6 +113,20 @@ def annotate_batch(
     meta: dict[str, Any] | None = None,
 ) -> list[Record]:
     """Annotate a few questions: greedy answer, k samples, correctness and consistency judgements."""
+    records = answer_batch(items, backend, config, verbal_examples, meta)
+    judge_records([r for r in records if not r.failed], judges)
+    return records
+
+
+def answer_batch(
+    items: Sequence[QAItem],
+    backend: Backend,
+    config: AnnotateConfig,
+    verbal_examples: Sequence[tuple[QAItem, float]] = (),
+    meta: dict[str, Any] | None = None,
+) -> list[Record]:
+    """The records of a few questions with their answers (greedy, k samples, verbal replies) or failure,
+    not yet judged: the generation stage of :func:`annotate_batch`."""
     prompts = [qa_prompt(item, config.prompts) for item in items]
     greedy, samples, verbal = _generations(items, prompts, backend, config, verbal_examples)
     records: list[Record] = []
@@ -116,7 +137,6 @@ def annotate_batch(
             rec.failure = next(x for x in (g, s) if isinstance(x, Failure)).reason  # the first step that failed
             continue
         _add_answers(rec, g[0], s, {name: replies[i] for name, replies in verbal.items()})
-    judge_records([r for r in records if not r.failed], judges)
     return records
 
 
@@ -263,11 +283,25 @@ def annotate_shard(
 ) -> list[Record]:
     """:func:`annotate` once the folder (if any) is locked and its settings checked (the Ray engine's
     workers call it: their driver holds the lock)."""
-    mine = select_shard(items, config.shard)
+    pool = None
     if judges is None:
         from elical.annotate.judge_factory import build_judges
+        from elical.annotate.judge_pool import judge_pool
 
-        judges = build_judges(config, backend=backend, out_dir=out)
+        pool = judge_pool(config.judges.workers) if config.judges.workers else None
+        judges = build_judges(config, backend=backend, out_dir=out, pool=pool)
+    try:
+        return _run_shard(select_shard(items, config.shard), backend, judges, config, out, progress, on_chunk)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, config: AnnotateConfig, out: Path | None,
+               progress: bool, on_chunk: Callable[[list[Record]], None] | None) -> list[Record]:
+    """:func:`annotate_shard` once its judges are built: the batches of the shard's questions still to do,
+    generated, judged and written in chunks (with ``config.pipeline``, each batch judged in a thread while the
+    next is generated)."""
     if isinstance(judges, Judge):
         judges = Judges(judges, judges)
     meta = _generation_meta(backend, config, judges)
@@ -278,28 +312,62 @@ def annotate_shard(
     start = time.perf_counter()
     per_step = max(1, config.batch_size // max(1, config.k)) if config.backend == "hf" else max(1, config.batch_size)
     seq = len(shard_files(out, config.shard)) if out is not None else 0
-    with annotate_progress(len(mine), len(done), enabled=progress) as advance:
-        position = 0
-        while position < len(todo):  # one chunk: chunk_size questions, or fewer once chunk_seconds have passed
-            records: list[Record] = []
-            began = time.monotonic()
-            while len(records) < config.chunk_size and position < len(todo):
-                part = todo[position : position + min(per_step, config.chunk_size - len(records))]
-                records.extend(annotate_batch(part, backend, judges, config, examples, meta))
-                position += len(part)
-                advance(len(part))
-                if time.monotonic() - began >= config.chunk_seconds:
-                    break
+    plan = batch_plan(mine, set(done), per_step, config.chunk_size)
+    clock = StageClock()
+    shared = _judges_use_answering_model(config, backend)
+    model_lock: AbstractContextManager[Any] = threading.Lock() if shared else nullcontext()
+
+    def judge(fresh: list[Record]) -> None:
+        with model_lock, clock.timing("judge"):
+            judge_records([r for r in fresh if not r.failed], judges)
+
+    pipelined = pipeline_on(config, backend)
+    stage: InTurn[list[Record]] = Behind(judge, clock=clock) if pipelined else InTurn(judge)
+    with annotate_progress(len(mine), len(done), enabled=progress) as advance, stage as judging:
+        records: list[Record] = []  # the chunk being made: written when its block ends or after chunk_seconds
+        began = time.monotonic()
+
+        def take(batch: list[QAItem], closes: bool, fresh: list[Record]) -> None:
+            nonlocal records, began, seq
+            records += fresh
+            advance(len(batch))
+            if not (closes or time.monotonic() - began >= config.chunk_seconds):
+                return
             if out is not None:
-                seq = _write_part(records, out, index, count, seq)
+                with clock.timing("write"):
+                    seq = _write_part(records, out, index, count, seq)
             done.update((r.id, r) for r in records)
             if on_chunk is not None:
                 on_chunk(records)
+            records, began = [], time.monotonic()
+
+        try:
+            for batch, closes in plan:
+                with model_lock, clock.timing("generate"):
+                    fresh = answer_batch(batch, backend, config, examples, meta)
+                judging.put((batch, closes, fresh))
+                for item in judging.ready():
+                    take(*item)
+        except Exception:
+            for item in judging.rest():  # what was generated before the error is judged and written, as serially
+                take(*item)
+            raise
+        for item in judging.rest():
+            take(*item)
     elapsed = time.perf_counter() - start
     result = [done[item.id] for item in mine]
     if out is not None:
-        _write_shard_meta(out, config, backend, judges, result, todo, elapsed)
+        _write_shard_meta(out, config, backend, judges, result, todo, elapsed, clock, pipelined)
     return result
+
+
+def pipeline_on(config: AnnotateConfig, backend: Backend) -> bool:
+    """Whether batches are judged while the next is generated: ``config.pipeline``, or where it is None,
+    whether generation runs off the CPU (an HF model on a GPU, a server, vLLM), leaving the CPU to judge."""
+    if config.pipeline is not None:
+        return config.pipeline
+    device = getattr(getattr(backend, "model", None), "device", None)
+    return getattr(device, "type", "cpu") != "cpu" if config.backend == "hf" else True
 
 
 def _generation_meta(backend: Backend, config: AnnotateConfig, judges: Judges) -> dict[str, Any]:
@@ -354,8 +422,15 @@ def _write_part(records: list[Record], out: Path, index: int, count: int, seq: i
     return seq + 1
 
 
+def _judges_use_answering_model(config: AnnotateConfig, backend: Backend) -> bool:
+    """Whether a judge runs the answering model itself (``llm``/``cascade`` without ``judges.llm_model``):
+    then judging and generation take turns on it, pipelined or not."""
+    kinds = {config.judges.correctness, config.judges.consistency}
+    return bool(kinds & {"llm", "cascade"}) and config.judges.llm_model is None and hasattr(backend, "model")
+
+
 def _write_shard_meta(out: Path, config: AnnotateConfig, backend: Backend, judges: Judges, result: list[Record],
-                      todo: list[QAItem], elapsed: float) -> None:
+                      todo: list[QAItem], elapsed: float, clock: StageClock, pipelined: bool) -> None:
     """The shard's meta file (versions, backend, counts, speed of the questions annotated now, judge
     calls); with one shard, also records.parquet."""
     index, count = parse_shard(config.shard)
@@ -371,6 +446,8 @@ def _write_shard_meta(out: Path, config: AnnotateConfig, backend: Backend, judge
         "seconds": round(elapsed, 2),
         "answers_per_second": round(answers / elapsed, 3) if elapsed > 0 and todo else None,
         "judge_calls": judges.stats(),
+        "pipeline": pipelined,
+        "timings": clock.as_dict(elapsed),  # seconds and share of wall time per stage, this process
     }
     with atomic_write(out / f"meta-{index}of{count}.json") as tmp:
         tmp.write_text(json.dumps(info, indent=2))

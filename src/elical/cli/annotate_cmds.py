@@ -64,6 +64,8 @@ def annotate(
     shared_prefix: bool = typer.Option(None, "--shared-prefix/--no-shared-prefix", help="k samples share one prompt prefill."),
     fast_decode: bool = typer.Option(None, "--fast-decode/--no-fast-decode",
                                      help="hf backend: elical's decoding loop instead of generate (faster on a GPU)."),
+    pipeline: bool = typer.Option(None, "--pipeline/--no-pipeline",
+                                  help="Judge each batch while the next is generated (default: on with a GPU or a server, off on a CPU; same records)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard the folder's earlier annotation and start over (needed when settings changed)."),
 ) -> None:
     """Generate greedy answers and k samples, judge them, and write HonestyBench records (resumable)."""
@@ -78,7 +80,7 @@ def annotate(
         api_key_env=api_key_env, concurrency=concurrency, engine=engine,
         connect_timeout=connect_timeout, read_timeout=read_timeout, k=k, max_new_tokens=max_new_tokens, repetition_penalty=repetition_penalty,
         batch_size=batch_size, chunk_size=chunk_size, chunk_seconds=chunk_seconds, shard=shard, seed=seed, device=device, dtype=dtype,
-        shared_prefix=shared_prefix, fast_decode=fast_decode, verbal=verbal or None, verbal_examples=verbal_examples,
+        shared_prefix=shared_prefix, fast_decode=fast_decode, pipeline=pipeline, verbal=verbal or None, verbal_examples=verbal_examples,
     )
     judges = {key: value for key, value in (("correctness", judge), ("consistency", consistency_judge), ("llm_model", judge_model)) if value}
     ray = {key: value for key, value in (("address", address), ("workers", workers), ("num_cpus", num_cpus)) if value is not None}

@@ -225,7 +225,9 @@ class Decoder:
                 self._step()
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.inference_mode(), torch.cuda.graph(graph):
+        # thread_local: the pipelined annotation's judging thread may use the GPU (the answer judge's embeddings)
+        # on its own stream meanwhile; only this thread's calls are checked during the capture
+        with torch.inference_mode(), torch.cuda.graph(graph, capture_error_mode="thread_local"):
             self._step()
         return graph
 
