@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from elical.records import Record
 
@@ -27,13 +27,18 @@ def budget_order(records: Sequence[Record], seed: int) -> list[int]:
     by_dataset: dict[str, list[int]] = defaultdict(list)
     for i, rec in enumerate(records):
         by_dataset[rec.dataset].append(i)
+    # Shuffle by a hash of (seed, id): independent of file order and of other datasets.
+    return interleave({dataset: sorted(members, key=lambda i: _seeded_key(seed, records[i].id))
+                       for dataset, members in by_dataset.items()}, seed)
+
+
+def interleave(ordered: Mapping[str, Sequence[int]], seed: int) -> list[int]:
+    """Each dataset's ordered indices merged into one order that keeps every prefix stratified: the r-th of a
+    dataset of n gets the key (r + u_d) / n, u_d a seeded offset in [0, 1) (see the module docstring)."""
     keyed: list[tuple[float, str, int]] = []
-    for dataset, members in sorted(by_dataset.items()):
-        # Shuffle by a hash of (seed, id): independent of file order and of other datasets.
-        members = sorted(members, key=lambda i: _seeded_key(seed, records[i].id))
+    for dataset, members in sorted(ordered.items()):
         offset = random.Random(_seeded_key(seed, dataset)).random()
-        n = len(members)
-        keyed.extend(((rank + offset) / n, dataset, i) for rank, i in enumerate(members))
+        keyed.extend(((rank + offset) / len(members), dataset, i) for rank, i in enumerate(members))
     keyed.sort()
     return [i for _, _, i in keyed]
 

@@ -2,7 +2,7 @@
 
 Every strategy gives an ORDER of the whole pool; a budget of b labels is its first b questions, so a
 smaller budget's questions lie inside a larger one's (nested). Each strategy orders each dataset's
-questions on its own, then the datasets interleave as in :func:`elical.train.budgets.budget_order`
+questions on its own, then the datasets interleave as in :func:`elical.train.budgets.budget_order` (:func:`~elical.train.budgets.interleave`)
 (every prefix keeps each dataset's share of the pool within one question):
 
 - ``random``: today's seeded draw, exactly :func:`~elical.train.budgets.budget_order` (the reference);
@@ -36,7 +36,7 @@ import numpy as np
 from elical.core.choices import LabelStrategy
 from elical.core.inputs import InputError
 from elical.records import Record
-from elical.train.budgets import budget_order
+from elical.train.budgets import budget_order, interleave
 
 Strategy = LabelStrategy  # the names, in elical.core.choices (the CLI and the run config offer them)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
@@ -122,17 +122,6 @@ def uncertainty_weight(confidence: np.ndarray) -> np.ndarray:
     return 1.0 - np.abs(2.0 * np.asarray(confidence, dtype=np.float64) - 1.0)
 
 
-def _interleave(datasets: dict[str, list[int]], seed: int) -> list[int]:
-    """Each dataset's ordered indices interleaved as budget_order does: the r-th of a dataset of n gets the key
-    (r + u_d) / n, u_d a seeded offset in [0, 1)."""
-    keyed: list[tuple[float, str, int]] = []
-    for dataset, members in sorted(datasets.items()):
-        offset = random.Random(hashlib.sha1(f"{seed}\x1f{dataset}".encode()).hexdigest()).random()
-        keyed.extend(((rank + offset) / len(members), dataset, i) for rank, i in enumerate(members))
-    keyed.sort()
-    return [i for _, _, i in keyed]
-
-
 def selection_order(strategy: str, records: Sequence[Record], seed: int,
                     confidence: Sequence[float] | np.ndarray | None = None,
                     features: np.ndarray | None = None) -> list[int]:
@@ -163,7 +152,7 @@ def selection_order(strategy: str, records: Sequence[Record], seed: int,
             x = np.asarray(features, dtype=np.float64)[members]
             positions = k_center_order(x, ids, seed, uncertainty_weight(c) if strategy == "uncertain-diverse" else None)
         ordered[dataset] = [members[p] for p in positions]
-    return _interleave(ordered, seed)
+    return interleave(ordered, seed)
 
 
 def order_digest(ids: Sequence[str]) -> str:
