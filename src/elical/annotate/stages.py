@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Generic, TypeVar
@@ -111,8 +111,6 @@ class Behind(InTurn[T]):
     flat; judged batches come back in order. An error of the judges is raised by the next call; leaving
     the block stops the thread after its current batch."""
 
-    _END = object()
-
     def __init__(self, judge: Callable[[T], None], depth: int = PIPELINE_DEPTH,
                  clock: StageClock | None = None) -> None:
         super().__init__(judge)
@@ -172,14 +170,9 @@ class Behind(InTurn[T]):
             raise item
         return item  # type: ignore[return-value]
 
-    @contextmanager
-    def _waiting(self) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            if self.clock is not None:
-                self.clock.wait += time.perf_counter() - start
+    def _waiting(self) -> AbstractContextManager[None]:
+        """Generation's wait for the judges, on the clock when there is one."""
+        return self.clock.timing("wait") if self.clock is not None else nullcontext()
 
     def _work(self) -> None:
         while not self.stop.is_set():
