@@ -5,7 +5,7 @@ embeddings stay in this process) are pure Python, so threads would share one cor
 processes do not. Each worker runs the judge's own rules on its slice, so every decision is the one the
 judge makes in this process; dedup and the on-disk cache stay in front (:class:`~elical.annotate.judges.CachedJudge`
 wraps the pooled judge under the same name). Pays where judging would otherwise hold generation back:
-many cores beside a fast GPU (``annotate.judge_workers``); on 2 cores there is no core to spare.
+many cores beside a fast GPU (``annotate.judges.workers``); on 2 cores there is no core to spare.
 """
 
 from __future__ import annotations
