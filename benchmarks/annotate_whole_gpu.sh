@@ -37,5 +37,5 @@ source "$here/gpu_setup.sh" >/dev/null || exit 1
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fast=(); [ "$FAST" = 1 ] && fast=(--fast-decode)
 python3 "$here/bench_annotate.py" --whole --subject files --data "$ASSETS/data/qa" --model "$ASSETS/smollm2-hf" \
-  --k 20 --whole-max-new-tokens 24 --limit "$LIMIT" --batch-size "$BATCH" --consistency-judge answer \
+  --k 20 --whole-max-new-tokens 24 --limit "$LIMIT" --batch-size "$BATCH" --consistency-judge answer --embedding-model "$ASSETS/minilm-fp16" \
   --judge-workers "$JUDGE_WORKERS" --repeats "$ROUNDS" --work "$WORK" "${fast[@]}"

@@ -298,7 +298,8 @@ def whole_command(args: argparse.Namespace, out: Path, pipeline: bool) -> list[s
     files = sorted(str(p) for p in args.data.glob("*.jsonl")) if args.data.is_dir() else [str(args.data)]
     settings = out.parent / f"{out.name}.yaml"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps({"pipeline": pipeline, "judges": {"workers": workers}}))  # JSON is YAML
+    judges: dict = {"workers": workers, **({"embedding_model": args.embedding_model} if args.embedding_model else {})}
+    settings.write_text(json.dumps({"pipeline": pipeline, "judges": judges}))  # JSON is YAML
     command = [sys.executable, "-m", "elical.cli", "annotate", *files, "--out", str(out), "--config", str(settings),
                "--model", args.smollm2, "--k", str(args.k), "--max-new-tokens", str(args.whole_max_new_tokens),
                "--consistency-judge", args.consistency_judge]
@@ -408,6 +409,7 @@ def arguments() -> argparse.Namespace:
     whole.add_argument("--batch-size", type=int, default=None)
     whole.add_argument("--fast-decode", action="store_true")
     whole.add_argument("--consistency-judge", default="answer")
+    whole.add_argument("--embedding-model", default=None, help="the embedding judge's model folder (default: the packaged MiniLM)")
     whole.add_argument("--judge-workers", type=int, default=0, help="judge processes of the pipelined runs (judges.workers)")
     parser.add_argument("--world-step", type=Path, help=argparse.SUPPRESS)  # one run of --whole --subject world
     parser.add_argument("--pipeline", choices=["true", "false"], default="true", help=argparse.SUPPRESS)

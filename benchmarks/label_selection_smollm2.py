@@ -1,0 +1,80 @@
+"""Issue 26 on SmolLM2: EliCal's AUROC with each label-selection strategy, against today's random draw, in-domain
+and out of domain, with stratified paired bootstrap intervals (questions resampled within each dataset, the
+same resamples for every model and seed; a group's AUROC is the mean of its datasets', a method's the mean of
+its seeds'). Every strategy's EliCal starts from the same Eli-Only models (benchmarks/label_selection_gpu.sh).
+
+    python benchmarks/label_selection_smollm2.py --eval EVAL.parquet --run random=DIR --run uncertainty=DIR ... [--md OUT.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+from pathlib import Path
+
+import numpy as np
+
+from elical.metrics.bootstrap import percentile_interval
+from elical.model.predictions import read_predictions
+from elical.records import read_parquet
+from stage2_recipes import group_mean, replicates
+
+GROUPS = ("in-domain", "ood")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--eval", type=Path, required=True)
+    parser.add_argument("--run", action="append", required=True, help="STRATEGY=RUN_FOLDER (random first)")
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--md", type=Path)
+    args = parser.parse_args()
+    records = [r for r in read_parquet(args.eval) if r.greedy_correct is not None and not r.failed]
+    runs = dict(item.split("=", 1) for item in args.run)
+    # (strategy, budget) -> seed -> dataset -> AUROC replicates; Eli-Only (budget 0) from the random run
+    models: dict[tuple[str, int], dict[str, dict[str, np.ndarray]]] = {}
+    for strategy, folder in runs.items():
+        for path in sorted(Path(folder, "scores").glob("*.parquet")):
+            method, seed = path.stem.rsplit("-s", 1)
+            name, budget = method.rsplit("-", 1)
+            if name == "eli-only" and strategy != "random":
+                continue  # the same models, copied into every strategy's folder
+            key = ("eli-only" if name == "eli-only" else strategy, int(budget))
+            models.setdefault(key, {})[seed] = replicates(records, read_predictions(path).confidence, args.resamples, 0)
+
+    def mean(key: tuple[str, int], group: str) -> np.ndarray:  # mean over seeds, per replicate
+        return np.mean([group_mean(v, group) for v in models[key].values()], axis=0)
+
+    def diff(a: tuple[str, int], b: tuple[str, int], group: str) -> str:
+        d = mean(a, group) - mean(b, group)
+        low, high = percentile_interval(d[1:])
+        return f"{d[0]:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+    judges = " / ".join(records[0].generation.get("judges", {}).values())
+    seeds = sorted({s for v in models.values() for s in v})
+    lines = [f"# Label selection on SmolLM2-135M-Instruct (labels {judges}; seeds {', '.join(seeds)}; "
+             f"{args.resamples} paired resamples; tabulated on {platform.node()})", "",
+             f"Eli-Only (0 labels): in-domain {mean(('eli-only', 0), 'in-domain')[0]:.3f}, "
+             f"OOD {mean(('eli-only', 0), 'ood')[0]:.3f}. EliCal with random labels: "
+             + "; ".join(f"{b}: in-domain {mean(('random', b), 'in-domain')[0]:.3f}, OOD {mean(('random', b), 'ood')[0]:.3f}"
+                         for b in sorted(b for s, b in models if s == "random")) + ".", "",
+             "| strategy | labels | in-domain | OOD | in-domain − random (same labels) | OOD − random (same labels) | "
+             "in-domain − random 1000 | OOD − random 1000 | per seed in-domain / OOD |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for strategy, budget in sorted((k for k in models if k[0] not in ("random", "eli-only")), key=lambda k: (k[0], k[1])):
+        key = (strategy, budget)
+        same = ("random", budget)
+        per_seed = ", ".join(f"{group_mean(v, 'in-domain')[0]:.3f} / {group_mean(v, 'ood')[0]:.3f}"
+                             for _, v in sorted(models[key].items()))
+        cells = [diff(key, same, g) if same in models else "-" for g in GROUPS]
+        cells += [diff(key, ("random", 1000), g) if ("random", 1000) in models else "-" for g in GROUPS]
+        lines.append(f"| {strategy} | {budget} | {mean(key, 'in-domain')[0]:.3f} | {mean(key, 'ood')[0]:.3f} | "
+                     + " | ".join(cells) + f" | {per_seed} |")
+    text = "\n".join(lines)
+    print(text)
+    if args.md:
+        args.md.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
