@@ -94,14 +94,18 @@ def test_run_steps_leave_out_what_is_marked_never():
     from elical.run.subjects.by_name import Subject
     from elical.train.config import TrainSettings
 
-    cfg = load_run_config(overrides={"train": {"settings": {"stage2": "mixed"}}, "honesty": {}, "retrieval": {}})
-    key = ModelKey("elical", 10 if 10 in cfg.train.budgets else cfg.train.budgets[0], 0)
-    reference = train_settings(cfg, key, "a")
-    for name in TrainSettings.model_fields:
+    def same(cfg, name: str) -> bool:
+        key = ModelKey("elical", 10 if 10 in cfg.train.budgets else cfg.train.budgets[0], 0)
         settings = cfg.train.settings.model_copy(update={name: another_value(cfg.train.settings, name)})
         changed = train_settings(cfg.model_copy(update={"train": cfg.train.model_copy(update={"settings": settings})}),
                                  key, "a")
-        assert (changed == reference) == (mark(TrainSettings, name) is Output.NEVER), name
+        return changed == train_settings(cfg, key, "a")
+
+    recipes = [load_run_config(overrides={"train": {"settings": {"stage2": recipe}}, "honesty": {}, "retrieval": {}})
+               for recipe in ("mixed", "l2sp")]  # each recipe's own setting decides only its models
+    for name in TrainSettings.model_fields:
+        assert all(same(c, name) for c in recipes) == (mark(TrainSettings, name) is Output.NEVER), name
+    cfg = recipes[0]
 
     assert cfg.honesty is not None and cfg.retrieval is not None
     honesty = honesty_settings(cfg, "a", "g")

@@ -44,7 +44,8 @@ def config(**train):
     ({**SELECT, "methods": ["eli-only", "cal-only"]}, "add 'elical' to methods"),
     ({**SELECT, "stage2_candidates": ["platt"]}, "must list at least 2 values"),
     ({**SELECT, "stage2_candidates": ["platt", "platt"]}, "lists 'platt' more than once"),
-    ({**SELECT, "stage2_candidates": ["full", "l2sp"]}, "train.stage2_candidates"),
+    ({**SELECT, "stage2_candidates": ["full", "ewc"]}, "train.stage2_candidates"),
+    ({"settings": {"stage2": "l2sp", "stage2_l2sp": -1}}, "stage2_l2sp"),
     ({"select_on": "in-domain"}, "train.select_on"),
 ])
 def test_bad_selection_settings_are_one_line_errors(train, message):
@@ -89,8 +90,9 @@ def test_a_recipe_candidate_is_its_own_model_and_old_names_stay():
         ModelKey("elical", 100, 0), ModelKey("elical", 100, 0, "full"), key]
     with pytest.raises(ValueError, match="belongs to EliCal, not to cal-only"):
         ModelKey("cal-only", 100, 0, "platt")
-    with pytest.raises(ValueError, match="unknown stage-2 recipe 'l2sp'"):
-        ModelKey("elical", 100, 0, "l2sp")
+    with pytest.raises(ValueError, match="unknown stage-2 recipe 'ewc'"):
+        ModelKey("elical", 100, 0, "ewc")
+    assert ModelKey("elical", 100, 0, "l2sp").name == "elical-l2sp-100-s0"
 
 
 def test_a_recipe_key_round_trips_through_a_prediction_file(tmp_path):
@@ -113,6 +115,35 @@ def test_the_plan_trains_elical_once_per_candidate_from_one_stage_1():
     folder = RunFolder("run")
     assert {stage1_source(folder, k) for k in planned_models(cfg) if k.method == "elical"} == {
         folder.model(ModelKey("eli-only", None, 0))}
+
+
+def test_l2sp_is_a_candidate_by_name_with_its_alpha_in_the_models_settings(tmp_path, subject):
+    from elical.core.fingerprint import digest
+    from elical.run.fingerprints import train_settings
+    from elical.run.folder import RunFolder
+    from elical.run.steps.sequence import check_run_folder
+    from elical.run.steps.training_step import train_config
+
+    assert config(**SELECT).train.stage2_candidates == ["full", "head", "platt", "mixed"]  # the default, as before
+    cfg = config(**SELECT, stage2_candidates=["full", "l2sp"], settings={"stage2_l2sp": 0.5})
+    key = ModelKey("elical", 10, 0, "l2sp")
+    assert [k.name for k in planned_models(cfg) if k.method == "elical"] == [
+        "elical-full-10-s0", "elical-l2sp-10-s0", "elical-full-all-s0", "elical-l2sp-all-s0"]
+    trainer = train_config(cfg, subject, RunFolder(tmp_path), key, 30)
+    assert (trainer.stage2, trainer.stage2_l2sp) == ("l2sp", 0.5)
+    assert train_settings(cfg, key, "A")["train"]["settings"]["stage2_l2sp"] == 0.5
+    one = config(settings={"stage2": "l2sp", "stage2_l2sp": 0.5})  # the candidate is the run of that one recipe
+    assert train_settings(cfg, key, "A") == train_settings(one, ModelKey("elical", 10, 0), "A")
+    assert "stage2_l2sp" not in train_settings(cfg, ModelKey("elical", 10, 0, "full"), "A")["train"]["settings"]
+    other = config(**SELECT, stage2_candidates=["full", "l2sp"], settings={"stage2_l2sp": 2.0})
+    assert digest(train_settings(other, key, "A")) != digest(train_settings(cfg, key, "A"))
+    assert (digest(train_settings(other, ModelKey("elical", 10, 0, "full"), "A"))
+            == digest(train_settings(cfg, ModelKey("elical", 10, 0, "full"), "A")))  # alpha decides l2sp's only
+    # a changed alpha is refused on resume, naming the l2sp models
+    check_run_folder(one, subject, tmp_path)
+    RunFolder(tmp_path).model(ModelKey("elical", 10, 0)).mkdir(parents=True)  # the model's output
+    with pytest.raises(SettingsMismatch, match=r"train-elical-10-s0: .*stage2_l2sp 0\.5 → 2\.0"):
+        check_run_folder(config(settings={"stage2": "l2sp", "stage2_l2sp": 2.0}), subject, tmp_path)
 
 
 # ------------------------------------------------------------------------------------------ the rule
@@ -283,6 +314,13 @@ def test_a_tiny_world_run_chooses_on_held_out_relations_and_reports_on_the_other
     assert len(results[(results.method == "EliCal") & (results.split == "ood") & (results.metric == "auroc")]) == 1
     md = (run / "report.md").read_text()
     assert f"## {SECTION}" in md and f"**{chosen['winner']}** was chosen" in md
+    other = next(r for r in ("full", "platt") if r != chosen["winner"])  # "Where it transfers": both candidates
+    assert f"| EliCal (12) {chosen['winner']} (chosen) | " in md and f"| EliCal (12) {other} | " in md
+    # the choice's AUROCs are the evaluation's: the winner's on a reported dataset is results.csv's EliCal one
+    winner = next(a["auroc"] for a in chosen["aurocs"]
+                  if a["recipe"] == chosen["winner"] and a["dataset"] == "multihop")
+    assert results[(results.method == "EliCal") & (results.split == "ood/multihop")
+                   & (results.metric == "auroc")].value.item() == pytest.approx(winner)
     assert "select-stage2" in out.timings
     again = run_pipeline(cfg, run, log=lambda _: None)  # resumes: nothing trained again, the same choice
     assert again.timings["train"] == out.timings["train"]

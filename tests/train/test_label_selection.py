@@ -240,3 +240,87 @@ def test_select_labels_command(trained_model_dir, records_file, tmp_path):
     result = CliRunner().invoke(app, ["select-labels", str(records_file), "--model", str(tmp_path / "nowhere"),
                                       "--budget", "5", "-o", str(tmp_path / "x.jsonl")])
     assert result.exit_code == 2 and "no such folder" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def _selection_file(path, ids, config=None):
+    """A selection file as select-labels writes it (rank, id, dataset, confidence, config) for ``ids``, in order."""
+    config = config or {"strategy": "uncertainty", "seed": 3, "budget": len(ids), "model": "m"}
+    path.write_text("".join(json.dumps({"rank": i, "id": rid, "dataset": "a", "confidence": 0.5, "config": config})
+                            + "\n" for i, rid in enumerate(ids, 1)))
+    return path
+
+
+def test_a_selection_file_is_read_in_file_order_with_clear_errors(tmp_path):
+    from elical.train.config import TrainConfig
+    from elical.train.label_selection import read_selection
+    from elical.train.trainer import plan_stages
+
+    records = pool({"a": 30, "b": 10})
+    chosen = ["b-3", "a-7", "a-0", "b-9", "a-21", "a-2"]
+    path = _selection_file(tmp_path / "labels.jsonl", chosen)
+    order = read_selection(path, records, 4)
+    assert order.ids == tuple(chosen[:4]) and not order.complete
+    assert (order.strategy, order.seed, order.model, order.source) == ("uncertainty", 3, "m", str(path))
+    assert read_selection(path, records, None).ids == tuple(chosen)  # no budget: the whole file
+    assert order.record(4)["file"] == str(path) and order.record(4)["chosen"] == chosen[:4]
+    # the calibration stage labels exactly those questions, whatever the seed's draw would have been
+    cfg = TrainConfig(model="tiny", mode="cal-only", budget=4, seed=1, val_fraction=0.25)
+    plan = plan_stages(records, cfg, order)["cal"]
+    position = {r.id: i for i, r in enumerate(records)}
+    assert sorted(plan.train + plan.val) == sorted(position[i] for i in chosen[:4])
+    records[position["a-7"]].sample_correct = None  # a chosen question the user did not label
+    with pytest.raises(ValueError, match="1 chosen question\\(s\\) have no calibration label \\(first: 'a-7'\\)"):
+        plan_stages(records, cfg, order)
+    # bad files: one line each, naming the file and the line
+    (tmp_path / "bad.jsonl").write_text('{"id": "a-1"}\n\n{"id": "zz-9"}\n')
+    (tmp_path / "twice.jsonl").write_text('{"id": "a-1"}\n{"id": "a-1"}\n')
+    (tmp_path / "junk.jsonl").write_text('{"id": "a-1"}\nnot json\n')
+    for file, budget, message in [
+            (tmp_path / "nowhere.jsonl", 4, "no such file (elical select-labels writes one)"),
+            (tmp_path / "bad.jsonl", 1, "bad.jsonl, line 3: question 'zz-9' is not in the training pool"),
+            (tmp_path / "twice.jsonl", 1, "twice.jsonl, line 2: question 'a-1' is chosen twice (first on line 1)"),
+            (tmp_path / "junk.jsonl", 1, "junk.jsonl, line 2: not a JSON object with a string \"id\""),
+            (path, 7, "--budget 7 exceeds the 6 questions chosen in")]:
+        with pytest.raises(InputError) as err:
+            read_selection(file, records, budget)
+        assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_train_with_selection_trains_on_the_chosen_questions(model_dir, records_file, tmp_path):
+    from typer.testing import CliRunner
+
+    from elical.cli import app
+    from elical.records import read_records
+
+    ids = [r.id for r in read_records([records_file])]
+    chosen = ids[::-3][:14]  # not the seeded draw: every third question from the end
+    path = _selection_file(tmp_path / "labels.jsonl", chosen)
+    (tmp_path / "c.yaml").write_text(f"model: {model_dir}\nbatch_size: 8\nepochs_stage2: 1\nrow_length: 128\n")
+    runner = CliRunner()
+    out = tmp_path / "run"
+
+    def train(selection, *options: str):
+        return runner.invoke(app, ["train", str(records_file), "-c", str(tmp_path / "c.yaml"), "--mode", "cal-only",
+                                   "-o", str(out), "--selection", str(selection), *options])
+
+    result = train(path, "--budget", "12")
+    assert result.exit_code == 0, result.output
+    saved = json.loads((out / "selection.json").read_text())
+    assert saved["chosen"] == chosen[:12] and saved["file"] == str(path) and saved["strategy"] == "uncertainty"
+    stage = json.loads((out / "cal-only" / "done.json").read_text())
+    assert stage["train_size"] + stage["val_size"] == 12
+    assert train(path, "--budget", "12").exit_code == 0  # the same file resumes
+    # another file (other questions first) is refused: the stage's settings record the chosen questions
+    _selection_file(tmp_path / "other.jsonl", list(reversed(chosen)))
+    refused = train(tmp_path / "other.jsonl", "--budget", "12")
+    assert refused.exit_code == 2 and "label_selection" in refused.output and "--overwrite" in refused.output
+    for selection, options, message in [
+            (tmp_path / "nowhere.jsonl", ["--budget", "4"], "no such file"),
+            (path, ["--budget", "15"], "--budget 15 exceeds the 14 questions chosen in"),
+            (path, ["--budget", "4", "--mode", "eli-only"], "mode eli-only has none")]:
+        result = train(selection, *options)
+        assert result.exit_code == 2 and message in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
+    (tmp_path / "stranger.jsonl").write_text(json.dumps({"id": chosen[0]}) + "\n" + json.dumps({"id": "nope"}) + "\n")
+    result = train(tmp_path / "stranger.jsonl")
+    assert result.exit_code == 2 and "stranger.jsonl, line 2: question 'nope' is not in the training pool" in result.output

@@ -91,3 +91,125 @@ def test_platt_fit_on_known_values():
     before = head(x)
     fold_into_head(head, 2.0, -1.0)
     assert torch.allclose(head(x), 2.0 * before - 1.0, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------ l2sp
+
+
+def test_l2sp_penalty_and_its_gradient_on_known_values():
+    from elical.train.loop import add_l2sp_grad, l2sp_anchor, l2sp_penalty
+
+    layer = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[1.0, -2.0]]))
+        layer.bias.copy_(torch.tensor([0.5]))
+    anchor = l2sp_anchor(layer)
+    assert l2sp_penalty(anchor, 3.0).item() == 0.0  # at the anchor
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[2.0, 0.0]]))  # moved by (1, 2)
+        layer.bias.copy_(torch.tensor([-0.5]))  # moved by -1
+    assert l2sp_penalty(anchor, 3.0).item() == pytest.approx(0.5 * 3.0 * (1 + 4 + 1))  # 9.0
+    layer.weight.grad = torch.tensor([[0.25, 0.25]])  # the loss's gradient, to which the penalty's is added
+    assert add_l2sp_grad(anchor, 3.0).item() == pytest.approx(9.0)
+    assert torch.allclose(layer.weight.grad, torch.tensor([[0.25 + 3.0, 0.25 + 6.0]]))
+    assert torch.allclose(layer.bias.grad, torch.tensor([-3.0]))  # a weight without a gradient gets the penalty's
+    frozen = torch.nn.Linear(2, 1).requires_grad_(False)
+    assert l2sp_anchor(frozen) == [] and l2sp_penalty([], 1.0).item() == 0.0  # only trainable weights count
+
+
+def test_l2sp_with_alpha_0_is_the_full_update_exactly(model_dir, records_file, tmp_path):
+    full, _, full_final = _stage1_and("full", model_dir, records_file, tmp_path / "full")
+    l2sp, _, l2sp_final = _stage1_and("l2sp", model_dir, records_file, tmp_path / "l2sp", stage2_l2sp=0.0)
+    assert full_final.keys() == l2sp_final.keys()
+    assert all(torch.equal(full_final[k], l2sp_final[k]) for k in full_final)  # same seed: bit for bit
+    assert full.stages[1]["history"] == l2sp.stages[1]["history"]
+
+
+def test_l2sp_with_a_huge_alpha_keeps_stage_1_and_its_alpha_is_a_setting(model_dir, records_file, tmp_path):
+    from elical.core.fingerprint import SettingsMismatch, recorded_settings
+    from elical.model.network import ConfidenceModel
+    from elical.train.predict import predict_records
+    from elical.train.trainer import train
+
+    def drift(before, after):
+        return max(float((after[k] - before[k]).abs().max()) for k in before)
+
+    # AdamW steps each weight by about lr whatever its gradient, so even a huge alpha holds the weights only within
+    # about one step of stage 1's (they jitter around them): lr 1e-3 keeps that small against the full update's move
+    stage2 = {"epochs_stage2": 5, "lr_stage2": 1e-3}
+    plain, stage1, full = _stage1_and("full", model_dir, records_file, tmp_path / "full", **stage2)
+    result, stage1_again, held = _stage1_and("l2sp", model_dir, records_file, tmp_path / "l2sp", stage2_l2sp=1e6,
+                                             **stage2)
+    assert all(torch.equal(stage1[k], stage1_again[k]) for k in stage1)  # the same stage 1 (same seed)
+    assert drift(stage1, full) > 5e-3  # the full update moves the weights
+    assert drift(stage1, held) < min(2e-3, 0.3 * drift(stage1, full))  # the penalty holds them at stage 1's
+    records = read_records([records_file])
+
+    def confidences(folder):
+        return np.array(predict_records(ConfidenceModel.load(folder), records, show_progress=False))
+
+    before = confidences(tmp_path / "l2sp" / "stage1-eli" / "best")
+    assert np.abs(confidences(tmp_path / "l2sp" / "model") - before).max() < 0.02  # stage 1's confidences
+    assert np.abs(confidences(tmp_path / "full" / "model") - before).max() > 0.05  # which the full update leaves
+    # the recorded train loss is the labels' MSE plus the penalty, which a huge alpha makes dominate
+    assert result.stages[1]["history"][1]["train_loss"] > 10 * plain.stages[1]["history"][1]["train_loss"]
+    recorded = recorded_settings(tmp_path / "l2sp" / "stage2-cal", "stage2-cal")
+    assert recorded["stage2"] == "l2sp" and recorded["stage2_l2sp"] == 1e6
+    assert "stage2_l2sp" not in recorded_settings(tmp_path / "full" / "stage2-cal", "stage2-cal")
+    with pytest.raises(SettingsMismatch, match="stage2_l2sp"):  # a changed alpha is refused on resume
+        train(config(model_dir, tmp_path / "l2sp", mode="elical", budget=24, stage2="l2sp", stage2_l2sp=0.5,
+                     epochs_stage2=5), [records_file], show_progress=False)
+
+
+@pytest.mark.parametrize(("mix", "mixed_in"), [(0.0, 0), (0.01, 0), (0.25, 4), (0.5, 9), (0.75, 14), (5.0, 16)])
+def test_stage2_mix_below_1_mixes_in_a_rounded_count(records_file, tmp_path, mix, mixed_in):
+    """18 labelled training questions: 0.25 x 18 = 4.5 rounds to 4 (to even), 0.75 x 18 = 13.5 to 14; the 16
+    unlabelled pool questions (40 - 24 labelled) cap a large mix; 0.01 x 18 rounds to none."""
+    from elical.train.trainer import plan_stages
+
+    records = read_records([records_file])
+    plan = plan_stages(records, config("m", tmp_path, mode="elical", budget=24, stage2="mixed", stage2_mix=mix))["cal"]
+    plain = plan_stages(records, config("m", tmp_path, mode="elical", budget=24))["cal"]  # no model is loaded
+    assert len(plain.train) == 18 and plan.train[:18] == plain.train and plan.val == plain.val
+    assert len(plan.train) - 18 == mixed_in and len(set(plan.train)) == len(plan.train)
+
+
+def test_stage2_mix_is_a_share_from_0_and_decides_outputs_only_for_mixed():
+    from elical.core.inputs import InputError
+    from elical.run.config import load_run_config
+    from elical.train.config import TrainSettings, stage2_settings
+
+    assert TrainSettings(stage2="mixed", stage2_mix=0.25).stage2_mix == 0.25
+    cfg = load_run_config(overrides={"train": {"settings": {"stage2": "mixed", "stage2_mix": 0.5}}})
+    assert cfg.train.settings.stage2_mix == 0.5
+    with pytest.raises(InputError, match="stage2_mix"):
+        load_run_config(overrides={"train": {"settings": {"stage2_mix": -0.5}}})
+    assert stage2_settings("elical", "mixed", 0.25, 0.1) == {"stage2": "mixed", "stage2_mix": 0.25}
+    assert stage2_settings("elical", "l2sp", 0.25, 0.1) == {"stage2": "l2sp", "stage2_l2sp": 0.1}
+    assert stage2_settings("elical", "full", 0.25, 0.1) == {} == stage2_settings("cal-only", "l2sp", 0.25, 0.1)
+
+
+def test_a_resumed_l2sp_stage_2_still_pulls_toward_stage_1(model_dir, records_file, tmp_path, monkeypatch):
+    """Killed mid stage 2 and resumed from its checkpoint, l2sp ends where an uninterrupted training does: the
+    penalty's centre is stage 1's weights, not the checkpoint's."""
+    from elical.train import loop
+
+    settings = {"stage2_l2sp": 50.0, "save_steps": 1, "epochs_stage2": 3}
+    straight, _, final = _stage1_and("l2sp", model_dir, records_file, tmp_path / "a", **settings)
+    real_step, calls = loop._train_step, {"n": 0}
+
+    def dying_step(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 13:  # stage 1: 8 steps; stage 2: 3 a epoch, so mid its second epoch
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "_train_step", dying_step)
+    with pytest.raises(KeyboardInterrupt):
+        _stage1_and("l2sp", model_dir, records_file, tmp_path / "b", **settings)
+    assert (tmp_path / "b" / "stage2-cal" / "checkpoint").is_dir()
+    monkeypatch.setattr(loop, "_train_step", real_step)
+    resumed, _, again = _stage1_and("l2sp", model_dir, records_file, tmp_path / "b", **settings)
+    assert [h["train_loss"] for h in resumed.stages[1]["history"]] == pytest.approx(
+        [h["train_loss"] for h in straight.stages[1]["history"]], abs=1e-6)
+    assert all(torch.allclose(final[k], again[k], atol=1e-6) for k in final)

@@ -22,6 +22,7 @@ def train(
     overrides: list[str] = typer.Option([], "--set", help="Any other setting, e.g. --set lr=1e-4 --set head=mlp."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Retrain the stages whose settings differ from the folder's (needed when settings changed)."),
     init_from: Path = typer.Option(None, "--init-from", help="EliCal: start stage 2 from this training folder's finished stage 1 (same stage-1 settings) instead of training it."),
+    selection: Path = typer.Option(None, "--selection", help="Cal-Only, EliCal: calibrate on the questions of this file (elical select-labels' JSONL), in file order, the first --budget (default: all of them), instead of the random draw."),
 ) -> None:
     """Train a confidence model (LoRA + head); works under `accelerate launch` (DDP, FSDP)."""
     from rich.console import Console
@@ -41,12 +42,25 @@ def train(
         check_output(cfg.output_dir, "folder")
         if cfg.model:
             resolve_model(cfg.model)
+        label_order = None
+        if selection is not None:
+            from elical.core.inputs import InputError
+            from elical.records import read_records
+            from elical.train.label_selection import read_selection
+
+            if cfg.mode not in ("cal-only", "elical"):
+                raise InputError(f"--selection chooses the calibration labels: mode {cfg.mode} has none (use cal-only "
+                                 "or elical)")
+            label_order = read_selection(selection, read_records([str(p) for p in records]), cfg.budget)
+            if cfg.budget is None:  # all the file's questions: recorded as the budget
+                cfg = cfg.model_copy(update={"budget": len(label_order.ids)})
         if out is None and os.environ.get("RANK", "0") == "0":  # one line under accelerate launch too
             default = cfg.output_dir == TrainConfig.model_fields["output_dir"].default
             console.print(f"Writing to {cfg.output_dir} ({'the default' if default else 'from --config'}; -o sets it)")
         try:
             with _on_interrupt(f"the finished stages and the last checkpoint are kept in {cfg.output_dir}"):
-                result = run_training(cfg, [str(p) for p in records], overwrite=overwrite, init_from=init_from)
+                result = run_training(cfg, [str(p) for p in records], overwrite=overwrite, init_from=init_from,
+                                      label_order=label_order)
         except TrainingError as err:
             console.print(f"[red]training stopped:[/red] {err}")
             raise typer.Exit(1) from None

@@ -15,6 +15,8 @@ from elical.metrics.base import higher_is_better
 from elical.report.tables import column_label, metric_frame
 
 LABEL_CURVES = {"Cal-Only": "tab:orange", "EliCal": "tab:blue", "Head-Only": "tab:green"}
+STRATEGY_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)))  # one line style per label selection strategy
+STRATEGY_MARKERS = ("o", "s", "^", "D", "v")
 
 
 def reliability_diagram(
@@ -84,14 +86,27 @@ def _best_baseline(rows: pd.DataFrame, metric: str, training_free: Sequence[str]
     return rows.loc[rows["mean"].idxmax() if higher_is_better(metric) else rows["mean"].idxmin()]
 
 
-def _label_panel(ax, rows: pd.DataFrame, metric: str, training_free: Sequence[str]) -> None:
+def _curve(ax, line: pd.DataFrame, color: str, label: str, style: object = "-", marker: str = "o",
+           band: float = 0.2) -> None:
+    line = line.sort_values("budget")
+    x, y, sd = line.budget.to_numpy(float), line["mean"].to_numpy(float), line["std"].fillna(0).to_numpy(float)
+    ax.plot(x, y, marker=marker, color=color, ls=style, label=label)
+    ax.fill_between(x, y - sd, y + sd, color=color, alpha=band, lw=0)
+
+
+def _label_panel(ax, rows: pd.DataFrame, metric: str, training_free: Sequence[str],
+                 strategies: pd.DataFrame | None = None) -> None:
     for method, color in LABEL_CURVES.items():
-        line = rows[rows.method == method].sort_values("budget")
-        if line.empty:
+        if strategies is not None and method in set(strategies.method):
+            for i, strategy in enumerate(dict.fromkeys(strategies.strategy)):
+                line = strategies[(strategies.method == method) & (strategies.strategy == strategy)]
+                if not line.empty:
+                    _curve(ax, line, color, f"{method} \N{MIDDLE DOT} {strategy}", STRATEGY_STYLES[i % len(STRATEGY_STYLES)],
+                           STRATEGY_MARKERS[i % len(STRATEGY_MARKERS)], band=0.08)
             continue
-        x, y, sd = line.budget.to_numpy(float), line["mean"].to_numpy(float), line["std"].fillna(0).to_numpy(float)
-        ax.plot(x, y, marker="o", color=color, label=method)
-        ax.fill_between(x, y - sd, y + sd, color=color, alpha=0.2, lw=0)
+        line = rows[rows.method == method]
+        if not line.empty:
+            _curve(ax, line, color, method)
     eli = rows[rows.method == "Eli-Only"]
     if not eli.empty:
         ax.axhline(float(eli["mean"].iloc[0]), color="tab:purple", ls="--", lw=1.2, label="Eli-Only (0 labels)")
@@ -109,14 +124,17 @@ def _label_panel(ax, rows: pd.DataFrame, metric: str, training_free: Sequence[st
 
 
 def metric_vs_labels(summary: pd.DataFrame, metric: str, splits: list[str], path: str | Path, ylabel: str,
-                     training_free: Sequence[str]) -> Figure:
+                     training_free: Sequence[str], strategies: pd.DataFrame | None = None) -> Figure:
     """One panel per split: Cal-Only, EliCal and Head-Only (mean, ± 1 sd band over seeds) against labels on
     a log axis; Eli-Only (0 labels) and the best of ``training_free`` on that split as horizontal lines.
-    Saved to ``path`` and returned."""
+    ``strategies`` (several label selection strategies: the summary's columns plus ``strategy``): the methods
+    it holds get one line per strategy from it (one colour per method, one line style per strategy, named
+    'EliCal · uncertainty'). Saved to ``path`` and returned."""
     fig = Figure(figsize=(4.4 * len(splits), 3.9))
     axes = fig.subplots(1, len(splits), squeeze=False)
     for ax, split in zip(axes[0], splits):
-        _label_panel(ax, summary[(summary.metric == metric) & (summary.split == split)], metric, training_free)
+        mine = None if strategies is None else strategies[(strategies.metric == metric) & (strategies.split == split)]
+        _label_panel(ax, summary[(summary.metric == metric) & (summary.split == split)], metric, training_free, mine)
         ax.set_title(split)
     axes[0][0].set_ylabel(ylabel)
     fig.text(0.01, 0.01, band_note(summary), fontsize=9, color="dimgrey")

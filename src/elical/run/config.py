@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.resources
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -49,6 +49,24 @@ def _budget(value: object) -> int | Literal["all"]:
 
 
 Budget = Annotated[int | Literal["all"], PlainValidator(_budget)]
+
+
+def _strategies(value: object) -> str | list[str]:
+    """A label selection strategy or a list of distinct ones (one message, not one per kind of value)."""
+    names = get_args(LabelStrategy)
+    listed = value if isinstance(value, list) else [value]
+    bad = next((v for v in listed if not isinstance(v, str) or v not in names), None)
+    if bad is not None or not listed:
+        raise ValueError(f"must be a strategy ({', '.join(names)}) or a list of them" + (
+            f" (got {bad!r})" if bad is not None else " (got an empty list)"))
+    return Distinct().check(value) if isinstance(value, list) else str(value)
+
+
+LabelStrategies = Annotated[LabelStrategy | list[LabelStrategy], PlainValidator(_strategies)]
+
+# train.stage2_candidates when unset: the recipes before l2sp (issue 23), so a run folder made with the default keeps
+# resuming (its select-stage2 step records the candidates) and l2sp, which has its own setting, is asked for by name
+DEFAULT_CANDIDATES: tuple[Stage2Recipe, ...] = tuple(r for r in STAGE2_RECIPES if r != "l2sp")
 
 
 def check_name(value: str, what: str) -> str:
@@ -112,8 +130,10 @@ class TrainPlan(BaseModel):
     max_epochs: Annotated[int, Range(1)] = 50
     # which pool questions the labelled budgets take (elical.train.label_selection): random, today's seeded draw; any
     # other strategy orders the pool with the Eli-Only model of the same seed (trained first), and Cal-Only's and
-    # EliCal's b labels are the first b of that order
-    label_selection: LabelStrategy = "random"
+    # EliCal's b labels are the first b of that order. A list trains Cal-Only and EliCal once per strategy at each
+    # budget below all (from the same Eli-Only); the first is the one every other report section shows, and the
+    # label curve gets one line per strategy (run/label_strategies.py)
+    label_selection: LabelStrategies = "random"
     # models trained at once, each in its own process (a speed setting: same models, any value). Small
     # models leave a GPU mostly idle (each optimizer step is host-bound), so several share one well.
     workers: Annotated[int, Range(1)] = 1
@@ -128,8 +148,9 @@ class TrainPlan(BaseModel):
             "ood-holdout: the evaluated datasets held out for choosing (whole datasets the calibration pool does "
             "not contain, e.g. world relations of the ood group); reported on: the other evaluated datasets"))
     stage2_candidates: Annotated[list[Stage2Recipe], Distinct(min_items=2)] = Field(
-        default_factory=lambda: list(STAGE2_RECIPES), description=(
-            "ood-holdout: the stage-2 recipes to choose from (settings.stage2's values); a tie goes to the earlier"))
+        default_factory=lambda: list(DEFAULT_CANDIDATES), description=(
+            "ood-holdout: the stage-2 recipes to choose from (settings.stage2's values; default every one but l2sp, "
+            "which is listed by name); a tie goes to the earlier"))
 
     def stage2_epochs(self, labels: int) -> int | None:
         """Calibration epochs the run sets for a budget of ``labels`` questions (None: the trainer's own,
@@ -138,10 +159,40 @@ class TrainPlan(BaseModel):
             return None
         return stage2_epochs(labels, passes=self.stage2_passes, min_epochs=self.min_epochs, max_epochs=self.max_epochs)
 
+    def strategies(self) -> list[str]:
+        """The label selection strategies the run trains with (``label_selection`` as a list)."""
+        return [self.label_selection] if isinstance(self.label_selection, str) else list(self.label_selection)
+
+    def several_strategies(self) -> bool:
+        """Whether Cal-Only and EliCal are trained once per strategy (a list of more than one)."""
+        return len(self.strategies()) > 1
+
+    def strategy_of(self, key: ModelKey) -> str:
+        """The strategy that chose ``key``'s labels: its own (``key.selection``), else the run's one strategy, else
+        (several strategies) random, whose models keep their names."""
+        if key.selection is not None:
+            return key.selection
+        return "random" if self.several_strategies() else self.strategies()[0]
+
+    def strategy_key(self, method: str, budget: int | Literal["all"] | None, seed: int, strategy: str,
+                     stage2: str | None = None) -> ModelKey:
+        """The key of the model of ``strategy`` at (method, budget, seed): the strategy in its name only where the
+        run trains several, it is not random and it decides something (a labelled method below all labels)."""
+        keyed = (self.several_strategies() and strategy != "random" and method in ("cal-only", "elical")
+                 and budget not in (None, "all"))
+        return ModelKey(method, budget, seed, stage2, strategy if keyed else None)
+
+    def reported(self, key: ModelKey) -> bool:
+        """Whether ``key`` is among the models every report section but the strategy comparison shows: with
+        several strategies, those of the first (whose labels ``strategy_key`` gives), else all."""
+        return not self.several_strategies() or key == self.strategy_key(
+            key.method, key.budget, key.seed, self.strategies()[0], key.stage2)
+
     def selects_labels(self, key: ModelKey) -> bool:
-        """Whether ``key``'s labels are the first of ``label_selection``'s order rather than today's random draw:
+        """Whether ``key``'s labels are the first of its strategy's order rather than today's random draw:
         a strategy other than random, a method with labels, a budget below all."""
-        return self.label_selection != "random" and key.method in ("cal-only", "elical") and key.budget not in (None, "all")
+        return (self.strategy_of(key) != "random" and key.method in ("cal-only", "elical")
+                and key.budget not in (None, "all"))
 
     @model_validator(mode="after")
     def _one_epoch_rule(self) -> TrainPlan:
@@ -152,11 +203,18 @@ class TrainPlan(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _strategies(self) -> TrainPlan:
+        if self.several_strategies() and self.select_on != "none":
+            raise ValueError("label_selection lists several strategies and select_on chooses a stage-2 recipe: one "
+                             "comparison per run (list one strategy, or set select_on: none)")
+        return self
+
+    @model_validator(mode="after")
     def _stage2_choice(self) -> TrainPlan:
         if self.select_on == "none":
             if self.select_datasets:
                 raise ValueError("select_datasets applies with select_on: ood-holdout (set it, or leave select_datasets out)")
-            if self.stage2_candidates != list(STAGE2_RECIPES):
+            if self.stage2_candidates != list(DEFAULT_CANDIDATES):
                 raise ValueError("stage2_candidates applies with select_on: ood-holdout (with none, "
                                  "settings.stage2 is the one recipe)")
             return self
@@ -311,14 +369,17 @@ def load_run_config(preset: str = "default", path: str | Path | None = None,
 def planned_models(cfg: RunConfig) -> list[ModelKey]:
     """Every model the plan trains, in order: per seed Eli-Only first (also when only EliCal is planned:
     EliCal starts from its stage 1; and when Cal-Only's labels are chosen by a strategy other than random, which
-    reads Eli-Only), then each method x budget (EliCal: x candidate recipe with ``train.select_on: ood-holdout``)."""
+    reads Eli-Only), then each method x budget (EliCal: x candidate recipe with ``train.select_on: ood-holdout``;
+    Cal-Only and EliCal below all labels: x strategy when ``train.label_selection`` lists several)."""
     plan = cfg.train
-    selected = plan.label_selection != "random" and "cal-only" in plan.methods  # its labels need Eli-Only
+    selected = plan.strategies() != ["random"] and "cal-only" in plan.methods  # its labels need Eli-Only
     models: list[ModelKey] = []
     for seed in plan.seeds:
         if "eli-only" in plan.methods or "elical" in plan.methods or selected:
             models.append(ModelKey("eli-only", None, seed))
-        models += [ModelKey(method, budget, seed, recipe) for method in plan.methods if method != "eli-only"
-                   for budget in plan.budgets
-                   for recipe in (plan.elical_recipes() if method == "elical" else [None])]
+        models += list(dict.fromkeys(
+            plan.strategy_key(method, budget, seed, strategy, recipe) for method in plan.methods if method != "eli-only"
+            for budget in plan.budgets
+            for strategy in plan.strategies()
+            for recipe in (plan.elical_recipes() if method == "elical" else [None])))
     return models

@@ -8,12 +8,15 @@ step and the steps after it:
   questions drawn), the model and its weights, annotate's output settings (not batch size, device, ...).
 * ``train-<model>`` -> models/<model>/, scores/<model>.parquet: method, budget, seed, the trainer's
   settings (train.settings) except those marked Output.NEVER (packing, micro batches, compile,
-  checkpoint interval, ...), the stage-2 epoch rule, the label selection strategy (unless random); input:
+  checkpoint interval, ...), the stage-2 epoch rule, the model's label selection strategy (unless random); input:
   annotate. (The trainer also checks its own stages in models/<model>/, the selected labels' order included;
   this check covers the scores and refuses before the run starts.)
 * ``select-stage2`` -> stage2_selection.json (remade on every run, nothing to clear): ``train.select_on`` and,
   with ood-holdout, the selection datasets, the candidate recipes and the rule; input: every candidate's
   train step (run/stage2_selection.py). Recorded with select_on none too, so switching it is refused.
+* ``label-strategies`` (``train.label_selection`` lists several strategies; nothing to clear, the comparison is
+  remade on every run): the list, so a run resumed with another list is refused as one with other
+  ``train.stage2_candidates`` is; ``--overwrite`` then trains the added strategies' models only.
 * ``honesty`` -> honesty/: the honesty plan except device and generation batch size, the gate's model (with
   a selection: the select-stage2 step, which decides it); inputs: annotate and that model.
 * ``retrieval`` -> retrieval/: how questions are answered with passages (k, decoding, wording, the corpus
@@ -76,9 +79,9 @@ def train_settings(cfg: RunConfig, key: ModelKey, annotate: str) -> dict[str, An
     plan = cfg.train
     given = plan.settings  # the trainer's settings but those the run sets per model (model, seed, budget, ...)
     recipe = key.stage2 or given.stage2  # a recipe candidate's own (train.select_on), else the plan's one
-    trainer = {**output_settings(given), **stage2_settings(key.method, recipe, given.stage2_mix)}
+    trainer = {**output_settings(given), **stage2_settings(key.method, recipe, given.stage2_mix, given.stage2_l2sp)}
     # the strategy that chose the labels (random, the default, adds nothing: runs made before selection still resume)
-    selection = {"label_selection": plan.label_selection} if plan.selects_labels(key) else {}
+    selection = {"label_selection": plan.strategy_of(key)} if plan.selects_labels(key) else {}
     return {"method": key.method, "budget": key.budget, "seed": key.seed,
             "train": {"settings": trainer, "stage2_passes": plan.stage2_passes, "min_epochs": plan.min_epochs,
                       "max_epochs": plan.max_epochs, **selection},

@@ -145,6 +145,12 @@ class RunFolder:
         return self.root / "differences.csv"
 
     @property
+    def label_strategies_csv(self) -> Path:
+        """With several label selection strategies: AUROC per strategy, method and budget, with the paired
+        difference against random (run/label_strategies.py)."""
+        return self.root / "label_strategies.csv"
+
+    @property
     def table2(self) -> Path:
         return self.root / "table2.md"
 

@@ -41,6 +41,7 @@ from elical.run.results import (
     seed_summary,
     transfer_matrix,
 )
+from elical.run.label_strategies import StrategyComparison, strategy_blocks
 from elical.run.stage2_selection import Selection, selection_blocks
 from elical.run.steps.retrieval_step import RetrievalReport, RetrievalRun, retrieval_report
 from elical.run.subjects.by_name import Subject
@@ -75,6 +76,7 @@ class RunNumbers:
     retrieval: RetrievalReport | None = None
     label_quality: list[Block] | None = None  # the label audit's section (audit/audit_report.py); None: no audit shown
     stage2_selection: Selection | None = None  # train.select_on ood-holdout: the stage-2 recipe chosen (its section)
+    strategies: StrategyComparison | None = None  # several train.label_selection strategies: their lines and table
 
     @property
     def seeds(self) -> int:
@@ -103,7 +105,8 @@ def reliability_figures(cfg: RunConfig, subject: Subject, evaluation: Evaluation
     keys = [ModelKey("eli-only", None, seed)]
     elical = {(k.budget, k.seed): k for k in evaluation.models.values() if k.method == "elical"}  # the chosen recipe's
     if budget is not None:
-        keys += [ModelKey("cal-only", budget, seed), elical.get((budget, seed), ModelKey("elical", budget, seed)),
+        cal_only = cfg.train.strategy_key("cal-only", budget, seed, cfg.train.strategies()[0])  # the reported one
+        keys += [cal_only, elical.get((budget, seed), ModelKey("elical", budget, seed)),
                  elical.get(("all", seed), ModelKey("elical", "all", seed))]
     candidates = [("Consis-Sem", "Consis-Sem")] + [(k.name, k.display(pool_size)) for k in dict.fromkeys(keys)]
     drawn = []
@@ -117,10 +120,11 @@ def reliability_figures(cfg: RunConfig, subject: Subject, evaluation: Evaluation
 def _label_figures(numbers: RunNumbers, folder: Path) -> None:
     splits = [s for s in ("in-domain", "ood", "mc") if s in set(numbers.results.split)]
     training_free = numbers.evaluation.baselines
+    lines = numbers.strategies.summary if numbers.strategies is not None else None  # one line per strategy
     figures.metric_vs_labels(numbers.summary, "auroc", splits, folder / "auroc_vs_labels.png", "AUROC",
-                             training_free)
+                             training_free, lines)
     figures.metric_vs_labels(numbers.summary, "alignment", splits, folder / "alignment_vs_labels.png",
-                             "alignment (accuracy)", training_free)
+                             "alignment (accuracy)", training_free, lines)
     if not numbers.exposure.empty:
         figures.consistency_exposure_plot(numbers.exposure, folder / "consistency_by_exposure.png",
                                           "population quartile of the subject" if numbers.cfg.subject == "geo"
@@ -130,11 +134,13 @@ def _label_figures(numbers: RunNumbers, folder: Path) -> None:
 def write_run_report(cfg: RunConfig, subject: Subject, records: Sequence[Record], evaluation: Evaluation,
                      out: RunFolder, timings: dict[str, float], cpu_seconds: dict[str, float] | None = None,
                      honesty: HonestyOutcome | None = None, retrieval: RetrievalRun | None = None, *,
-                     stage2_selection: Selection | None = None) -> Path:
+                     stage2_selection: Selection | None = None, strategies: StrategyComparison | None = None) -> Path:
     """Write every table, figure and the two report pages; returns report.md's path. With ``honesty``
     its rows join results.csv and its table gets a section before the notes; with ``retrieval`` (the
     retrieval step's outputs) the adaptive retrieval and abstention sections come before those; with
-    ``stage2_selection`` (train.select_on) its section follows the setup."""
+    ``stage2_selection`` (train.select_on) its section follows the setup; with ``strategies`` (several
+    train.label_selection strategies) the label curves get one line per strategy, a table follows them and
+    label_strategies.csv holds its rows."""
     fig_dir = out.figures
     fig_dir.mkdir(parents=True, exist_ok=True)
     pool_size = sum(1 for r in records if r.split == "train" and not r.failed)
@@ -159,7 +165,9 @@ def write_run_report(cfg: RunConfig, subject: Subject, records: Sequence[Record]
                          exposure=exposure, found=findings(results, records, pool_size, differences=differences),
                          reliability=reliability_figures(cfg, subject, evaluation, pool_size, fig_dir),
                          timings=timings, cpu_seconds=cpu_seconds or {}, honesty=honesty,
-                         stage2_selection=stage2_selection)
+                         stage2_selection=stage2_selection, strategies=strategies)
+    if strategies is not None:
+        write_csv(strategies.table, out.label_strategies_csv)
     if retrieval is not None and cfg.retrieval is not None:
         numbers.retrieval = retrieval_report(retrieval, cfg.retrieval, evaluation, out)
     numbers.label_quality = label_quality_blocks(out.root, records)
@@ -263,16 +271,31 @@ def transfer_blocks(numbers: RunNumbers) -> list[Block]:
     rows["best training-free"] = ["best training-free", *(f"{free[(best[c], c)]:.3f} {best[c]}" if c in best else "-"
                                                          for c in trained.columns)]
     bold["best training-free"] = [False] * len(columns)
+    selection = getattr(numbers, "stage2_selection", None)  # several stage-2 recipes trained: a row per candidate
+    candidates = selection.transfer(numbers.pool_size) if selection is not None else None
     for (method, budget), values in trained.iterrows():
         label = method if (method, budget) == eli[0] else f"{method} ({int(budget)})"
-        delta = values - reference
-        rows[label] = [label, *(f"{v:.3f}" if label == method else f"{v:.3f} ({d:+.3f})" for v, d in zip(values, delta))]
-        bold[label] = [False, *(bool(d < -HURTS) for d in delta)]
+        recipes = [(label, values, False)]
+        if selection is not None and candidates is not None and method == METHOD_NAMES["elical"]:
+            winner = selection.winner  # its numbers: those of every other table; the others' from the choice
+            recipes = [(f"{label} {r} (chosen)", values, False) if r == winner else
+                       (f"{label} {r}", candidates.reindex(index=[(r, int(budget))], columns=trained.columns).iloc[0],
+                        True) for r in selection.candidates]
+        for label, values, other in recipes:
+            delta = values - reference
+            rows[label] = [label, *(f"{v:.3f}" if label == method else "-" if other and pd.isna(v) else
+                                    f"{v:.3f} ({d:+.3f})" for v, d in zip(values, delta))]
+            bold[label] = [False, *(bool(d < -HURTS) for d in delta)]
     shown = pd.DataFrame.from_dict(rows, orient="index", columns=columns).reset_index(drop=True)
+    recipe_rows = ("" if selection is None else
+                   f" EliCal was trained once per stage-2 recipe ({', '.join(selection.candidates)}): a row per "
+                   f"recipe at each budget, the chosen one ({selection.winner}, the EliCal of every other table) "
+                   "marked; the others are the same models the choice compared.")
     return blocks + [
         Paragraph("AUROC per evaluated dataset, mean over seeds: each trained model against Eli-Only (no labels; its "
                   "difference in brackets, **bold** where it is more than "
-                  f"{HURTS} below), so a reader sees on which sets the labels help and on which they hurt."),
+                  f"{HURTS} below), so a reader sees on which sets the labels help and on which they hurt."
+                  + recipe_rows),
         Table(shown, "Where calibration transfers (AUROC; best training-free method named per dataset)",
               pd.DataFrame.from_dict(bold, orient="index", columns=columns).reset_index(drop=True))]
 
@@ -351,9 +374,14 @@ def _setup_blocks(numbers: RunNumbers) -> list[Block]:
     ))]
 
 
-def _selection_words(strategy: str) -> str:
+def _selection_words(strategy: str | Sequence[str]) -> str:
     """How the labelled questions were chosen (train.label_selection), as a clause to append; nothing for random,
     the seeded draw every run made before strategies existed."""
+    if not isinstance(strategy, str):  # a list: one strategy keeps its words; several are compared
+        if len(strategy) > 1:
+            return (f"; Cal-Only and EliCal once per label selection strategy of {list(strategy)} (train.label_selection; "
+                    f"the other tables show the first, {strategy[0]}; models/<model>/selection.json lists the labels)")
+        strategy = strategy[0]
     if strategy == "random":
         return ""
     return (f"; labels: the first of the `{strategy}` order of the pool, computed with the Eli-Only model of each "
@@ -362,11 +390,16 @@ def _selection_words(strategy: str) -> str:
 
 def _labels_blocks(numbers: RunNumbers) -> list[Block]:
     note = (f"{figures.band_note(numbers.summary)}; dashed purple: Eli-Only (no labels); dotted black: the best "
-            f"training-free baseline on that split{_selection_words(numbers.cfg.train.label_selection)}")
+            f"training-free baseline on that split"
+            + ("; Cal-Only and EliCal: one line per label selection strategy (line style; the table below)"
+               if numbers.strategies is not None else _selection_words(numbers.cfg.train.label_selection)))
+    compared = (strategy_blocks(numbers.strategies, numbers.evaluation.config.level,
+                                numbers.evaluation.config.n_resamples) if numbers.strategies is not None else [])
     return [Heading("Confidence vs labels"),
             Figure("figures/auroc_vs_labels.png", f"AUROC against labelled questions (paper Figure 5); {note}"),
             Figure("figures/alignment_vs_labels.png",
-                   f"Alignment against labelled questions (paper Figure 6); {note}")]
+                   f"Alignment against labelled questions (paper Figure 6); {note}"),
+            *compared]
 
 
 def _exposure_blocks(numbers: RunNumbers) -> list[Block]:

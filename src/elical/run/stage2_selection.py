@@ -103,6 +103,17 @@ class Selection:
         wide = per_dataset.pivot_table(index="recipe", columns="group", values="auroc", aggfunc="mean")
         return wide.reindex(index=[r for r in [*self.candidates, REFERENCE] if r in wide.index])
 
+    def transfer(self, pool_size: int) -> pd.DataFrame:
+        """Each candidate's AUROC on each reported dataset, mean over seeds: rows (recipe, labels: the budget's
+        count, ``pool_size`` for 'all'), columns 'group/dataset' as the report's "Where it transfers" has them."""
+        rows = self.aurocs[~self.aurocs.dataset.isin(self.datasets) & self.aurocs.recipe.isin(self.candidates)]
+        if rows.empty:
+            return pd.DataFrame(index=pd.MultiIndex.from_tuples([], names=["recipe", "labels"]))
+        rows = rows.assign(labels=[pool_size if b == "all" else int(b) for b in rows.budget],
+                           split=rows.group + "/" + rows.dataset)
+        return rows.pivot_table(index=["recipe", "labels"], columns="split", values="auroc", aggfunc="mean",
+                                dropna=False)
+
     def key(self, budget: int | Literal["all"], seed: int) -> ModelKey:
         """The winner's EliCal model at ``budget`` and ``seed``: the report's EliCal."""
         return ModelKey("elical", budget, seed, self.winner)

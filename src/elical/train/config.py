@@ -22,15 +22,17 @@ from elical.core.yaml_config import YamlConfig
 
 
 # TrainConfig fields of EliCal's calibration stage only (recorded through stage2_settings)
-ELICAL_STAGE2 = {"stage2", "stage2_mix"}
+ELICAL_STAGE2 = {"stage2", "stage2_mix", "stage2_l2sp"}
 
 
-def stage2_settings(mode: str, stage2: str, stage2_mix: float) -> dict[str, object]:
+def stage2_settings(mode: str, stage2: str, stage2_mix: float, stage2_l2sp: float) -> dict[str, object]:
     """What the stage-2 recipe adds to the settings that decide a model: nothing for the paper's full
-    update (so folders made before recipes existed still resume) or for modes other than elical."""
+    update (so folders made before recipes existed still resume) or for modes other than elical; a recipe's
+    own setting (stage2_mix, stage2_l2sp) only with that recipe."""
     if mode != "elical" or stage2 == "full":
         return {}
-    return {"stage2": stage2, **({"stage2_mix": stage2_mix} if stage2 == "mixed" else {})}
+    own = {"mixed": {"stage2_mix": stage2_mix}, "l2sp": {"stage2_l2sp": stage2_l2sp}}.get(stage2, {})
+    return {"stage2": stage2, **own}
 
 
 def stage2_epochs(n_labels: int, epochs: int | None = None, passes: int | None = None, min_epochs: int = 3,
@@ -62,9 +64,19 @@ class TrainSettings(YamlConfig, ModelFields):
             "EliCal's calibration stage. full: LoRA and head trained on the labels (the paper). head: LoRA kept "
             "from stage 1, the head trained on its cached features (lr_head_only). platt: stage 1 kept whole, "
             "its logit rescaled by a logistic fit on the labels (a monotone map: stage 1's ranking unchanged). "
-            "mixed: full, with stage2_mix unlabelled pool questions per label trained on stage-1 targets"))
+            "mixed: full, with stage2_mix unlabelled pool questions per label trained on stage-1 targets. "
+            "l2sp: full, with an L2-SP penalty (stage2_l2sp / 2) * sum ||w - w_stage1||^2 pulling every trainable "
+            "weight (LoRA and head) toward its stage-1 value"))
     stage2_mix: Annotated[float, Range(0, 100), Output.COMPUTED] = Field(
-        1.0, description="mixed: unlabelled pool questions per labelled one")
+        1.0, description=(
+            "mixed: unlabelled pool questions per labelled training one; below 1 too (0.25: one per four labels). "
+            "Their count is stage2_mix x the labelled training questions rounded to the nearest integer (ties "
+            "to even), at most the unlabelled pool; 0 mixes in none"))
+    stage2_l2sp: Annotated[float, Range(0), Output.COMPUTED] = Field(
+        0.1, description=(
+            "l2sp: alpha of the penalty (alpha / 2) * sum ||w - w_stage1||^2 added to stage 2's loss (a mean over "
+            "the batch's questions); 0: the full update exactly, larger: closer to stage 1 (on the world, 0.01 is near "
+            "full and 1 near stage 1; README)"))
     val_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.1
     # optimisation
     loss: Literal["mse", "bce"] = "mse"

@@ -163,13 +163,20 @@ def order_digest(ids: Sequence[str]) -> str:
 @dataclass(frozen=True)
 class LabelOrder:
     """A strategy's order of the pool's record ids, with what made it (the stage-1 model, the seed) and the
-    stage-1 confidence of each id (None for random without a model)."""
+    stage-1 confidence of each id (None for random without a model). ``source``: the selection file it was read
+    from (:func:`read_selection`), whose ids are the chosen questions only (not the whole pool's order)."""
 
     strategy: str
     seed: int
     ids: tuple[str, ...]
     confidence: dict[str, float] | None = None
     model: str | None = None
+    source: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the order covers the whole pool (a strategy's), rather than a selection file's chosen questions."""
+        return self.source is None
 
     @property
     def digest(self) -> str:
@@ -190,8 +197,9 @@ class LabelOrder:
         ``budget`` of the order (all when None) among the ``labelled`` ids (all when None), in order."""
         among = [i for i in self.ids if labelled is None or i in labelled]
         chosen = among if budget is None else among[:budget]
+        source = {"file": self.source} if self.source is not None else {}
         return {"strategy": self.strategy, "seed": self.seed, "model": self.model, "order": self.digest,
-                "budget": budget, "pool_size": len(self.ids), "chosen": chosen}
+                "budget": budget, "pool_size": len(self.ids), "chosen": chosen, **source}
 
 
 def check_budget(budget: int, pool_size: int) -> None:
@@ -297,6 +305,50 @@ def write_selection(path: str | os.PathLike, order: LabelOrder, *, budget: int, 
                     "confidence": None if order.confidence is None else order.confidence[rid], "config": settings}
             handle.write(json.dumps(line) + "\n")
     return len(chosen)
+
+
+def read_selection(path: str | os.PathLike, records: Sequence[Record], budget: int | None) -> LabelOrder:
+    """The first ``budget`` questions (all when None) of a selection file (:func:`write_selection`'s JSONL, or
+    any JSONL of ``{"id": ...}`` lines), in file order, as a :class:`LabelOrder` for ``elical train --selection``.
+    One-line InputErrors: a missing file, a line that is not an object with an id, an id not in the pool of
+    ``records`` or given twice (file, line), a budget larger than the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"--selection {path}: no such file (elical select-labels writes one)")
+    pool = {r.id for r in records}
+    ids: list[str] = []
+    line_of: dict[str, int] = {}
+    config: dict[str, Any] = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, text in enumerate(handle, 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError:
+                line = None
+            if not isinstance(line, dict) or not isinstance(line.get("id"), str):
+                raise InputError(f"{path}, line {number}: not a JSON object with a string \"id\" (a selection file has "
+                                 "one chosen question per line, as elical select-labels writes)")
+            rid = line["id"]
+            if rid not in pool:
+                raise InputError(f"{path}, line {number}: question {rid!r} is not in the training pool (was the "
+                                 "selection made for other records?)")
+            if rid in line_of:
+                raise InputError(f"{path}, line {number}: question {rid!r} is chosen twice (first on line "
+                                 f"{line_of[rid]})")
+            line_of[rid] = number
+            ids.append(rid)
+            config = config or (line.get("config") if isinstance(line.get("config"), dict) else {}) or {}
+    if not ids:
+        raise InputError(f"--selection {path}: the file chooses no question")
+    if budget is not None and budget > len(ids):
+        raise InputError(f"--budget {budget} exceeds the {len(ids)} questions chosen in {path}; lower --budget to at "
+                         f"most {len(ids)} (or choose more with elical select-labels)")
+    chosen = ids if budget is None else ids[:budget]
+    seed = config.get("seed")
+    return LabelOrder(str(config.get("strategy") or "file"), seed if isinstance(seed, int) else 0, tuple(chosen),
+                      None, None if config.get("model") is None else str(config["model"]), str(path))
 
 
 def save_selection(folder: str | os.PathLike, order: LabelOrder, budget: int | None,

@@ -53,12 +53,15 @@ class StageData:
 @dataclass
 class Stage:
     """Name (also the folder), epochs and learning rate of a stage; ``fingerprint`` is the digest of
-    its settings, which a checkpoint must carry to be resumed."""
+    its settings, which a checkpoint must carry to be resumed. ``l2sp``: alpha of an L2-SP penalty
+    (alpha / 2) * sum ||w - w_start||^2 on every trainable weight, w_start its value when the stage starts
+    (EliCal's stage 2 l2sp: stage 1's); 0, none. The recorded train loss includes it."""
 
     name: str
     epochs: int
     lr: float
     fingerprint: str = ""
+    l2sp: float = 0.0
 
 
 def per_question_loss(logits: torch.Tensor, target: torch.Tensor, kind: str) -> torch.Tensor:
@@ -66,6 +69,35 @@ def per_question_loss(logits: torch.Tensor, target: torch.Tensor, kind: str) -> 
     if kind == "mse":
         return (torch.sigmoid(logits) - target) ** 2
     return F.binary_cross_entropy_with_logits(logits, target, reduction="none")
+
+
+Anchor = list[tuple[torch.nn.Parameter, torch.Tensor]]  # (trainable weight, its value where the stage started)
+
+
+def l2sp_anchor(model: torch.nn.Module) -> Anchor:
+    """Each trainable weight of ``model`` with a copy of its value now (the L2-SP penalty's centre)."""
+    return [(p, p.detach().clone()) for p in model.parameters() if p.requires_grad]
+
+
+def l2sp_penalty(anchor: Anchor, alpha: float) -> torch.Tensor:
+    """(alpha / 2) * sum over weights of ||w - w_anchor||^2 (float32)."""
+    with torch.no_grad():
+        terms = [(p.float() - a.float()).pow(2).sum() for p, a in anchor]
+    return 0.5 * alpha * (torch.stack(terms).sum() if terms else torch.zeros(()))
+
+
+def add_l2sp_grad(anchor: Anchor, alpha: float) -> torch.Tensor:
+    """Add the L2-SP penalty's gradient, alpha * (w - w_anchor), to each weight's gradient (as if the penalty
+    were in the loss: the loss's gradient is already reduced over processes, and the penalty's is the same on
+    each, or each one's shard of it under FSDP); returns this process's part of the penalty."""
+    with torch.no_grad():
+        for p, a in anchor:
+            step = (p - a.to(p.dtype)) * alpha
+            if p.grad is None:
+                p.grad = step
+            else:
+                p.grad.add_(step.to(p.grad.dtype))
+    return l2sp_penalty(anchor, alpha)
 
 
 def epoch_batches(train: Sequence[int], batch_size: int, seed: int, epoch: int) -> list[list[int]]:
@@ -143,6 +175,7 @@ class _StageRun:
     warmup: int
     total: int
     speed: StepSpeed
+    anchor: Anchor | None = None  # stage.l2sp: the weights where the stage started
 
     @property
     def ckpt(self) -> Path:
@@ -169,6 +202,7 @@ def _prepare(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerator
         model.compile_layers()  # 1.3x on a 7B model (benchmarks/bench_train.py); a minute to compile
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     speed = step_speed(wrapped, cfg, accelerator)
+    anchor = l2sp_anchor(wrapped) if stage.l2sp else None  # before a checkpoint moves the weights on
     ckpt = stage_dir / "checkpoint"
     state = load_checkpoint(ckpt, accelerator, wrapped, optimizer, scheduler) or StageState(fingerprint=stage.fingerprint)
     if state.fingerprint != stage.fingerprint:
@@ -178,7 +212,7 @@ def _prepare(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerator
         accelerator.print(f"{stage.name}: resuming from {ckpt} (epoch {state.epoch + 1}, "
                           f"step {state.step_in_epoch}/{steps_per_epoch})")
     return _StageRun(data, stage, cfg, accelerator, stage_dir, save_best, wrapped, optimizer, scheduler, state,
-                     selector, warmup, total, speed)
+                     selector, warmup, total, speed, anchor)
 
 
 def _validate(run: _StageRun, epoch: int, train_loss: float | None) -> list[float]:
@@ -218,6 +252,8 @@ def _optimizer_step(run: _StageRun, batch: list[int], targets: torch.Tensor, epo
     accelerator, state = run.accelerator, run.state
     loss = _train_step(run.wrapped, batch, accelerator.process_index, accelerator.num_processes, run.data, targets,
                        run.cfg, accelerator, run.speed)
+    if run.anchor is not None:
+        loss += _l2sp_step(run)
     if not math.isfinite(loss):
         run.optimizer.zero_grad(set_to_none=not run.speed.static)
         raise _stopped(f"loss became {loss}", run.stage, epoch, step, run.ckpt, run.stage_dir)
@@ -230,6 +266,17 @@ def _optimizer_step(run: _StageRun, batch: list[int], targets: torch.Tensor, epo
     state.loss_steps += 1
     state.global_step += 1
     state.step_in_epoch = step + 1
+
+
+def _l2sp_step(run: _StageRun) -> float:
+    """The L2-SP penalty's gradient added (:func:`add_l2sp_grad`); its value, summed over FSDP's shards."""
+    from accelerate.utils import DistributedType
+
+    assert run.anchor is not None
+    penalty = add_l2sp_grad(run.anchor, run.stage.l2sp).to(run.accelerator.device)
+    if run.accelerator.distributed_type == DistributedType.FSDP:
+        penalty = run.accelerator.reduce(penalty, reduction="sum")
+    return float(penalty)
 
 
 def _end_epoch(run: _StageRun, epoch: int, n_batches: int) -> None:

@@ -86,13 +86,19 @@ def plan_stages(records: Sequence[Record], cfg: TrainConfig, label_order: LabelO
 
 def _ordered_subset(records: Sequence[Record], labelled: Sequence[int], order: LabelOrder,
                     budget: int | None) -> list[int]:
-    """Indices of the first ``budget`` labelled records in ``order`` (all labelled ones when None)."""
+    """Indices of the first ``budget`` labelled records in ``order`` (all labelled ones when None); a selection
+    file's order (not complete) is taken as it is, every one of its questions labelled."""
     position = {r.id: i for i, r in enumerate(records)}
     missing = [rid for rid in order.ids if rid not in position]
-    if missing or len(order.ids) != len(records):
+    if missing or (order.complete and len(order.ids) != len(records)):
         raise ValueError(f"label selection ({order.strategy}): its order covers {len(order.ids)} questions, the pool "
                          f"has {len(records)}" + (f"; not in the pool: {missing[0]!r}" if missing else ""))
     has_label = set(labelled)
+    if not order.complete:
+        unlabelled = [rid for rid in order.ids[:budget] if position[rid] not in has_label]
+        if unlabelled:
+            raise ValueError(f"{order.source}: {len(unlabelled)} chosen question(s) have no calibration label (first: "
+                             f"{unlabelled[0]!r}); label every chosen question, or lower --budget")
     ordered = [position[rid] for rid in order.ids if position[rid] in has_label]
     if budget is None:
         return ordered
@@ -174,7 +180,7 @@ def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequenc
                  *([Output.CALIBRATION] if key != "cal" else [])}
     settings: dict[str, Any] = {**output_settings(cfg, leave_out), "epochs": epochs, "lr": lr, **_precision(cfg)}
     if key == "cal":
-        settings.update(stage2_settings(cfg.mode, cfg.stage2, cfg.stage2_mix))
+        settings.update(stage2_settings(cfg.mode, cfg.stage2, cfg.stage2_mix, cfg.stage2_l2sp))
         if label_order is not None:  # the random draw adds nothing (folders made before selection still resume)
             settings["label_selection"] = label_order.settings()
     settings["input"] = {"model": model_version(cfg.model), "data": _data_version(records, plan), "start": start}
@@ -411,7 +417,9 @@ def _train_stages(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, 
     summaries = []
     for spec in specs:
         stage_dir = out / spec.name
-        stage = Stage(spec.name, spec.epochs, spec.lr, digest(spec.settings))
+        l2sp = cfg.stage2_l2sp if cfg.mode == "elical" and cfg.stage2 == "l2sp" else 0.0
+        l2sp = l2sp if spec.name == STAGE_NAMES["cal"] else 0.0  # stage 2, pulled toward stage 1's weights
+        stage = Stage(spec.name, spec.epochs, spec.lr, digest(spec.settings), l2sp)
         on_features = cfg.mode == "head-only" or (spec.name == STAGE_NAMES["cal"] and cfg.stage2 in ("head", "platt"))
         if start is not None and spec.name == STAGE_NAMES["eli"]:
             summaries.append(start.summary)  # the model in memory is its selected one

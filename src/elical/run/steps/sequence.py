@@ -1,5 +1,6 @@
 """The steps of `elical run`, as values: annotate -> train (one step per planned model) -> select-stage2 (with
-``train.select_on: ood-holdout``) -> evaluate -> honesty -> retrieval -> report.
+``train.select_on: ood-holdout``) -> evaluate -> label-strategies (with several ``train.label_selection``
+strategies) -> honesty -> retrieval -> report.
 
 A :class:`Step` says what decides its outputs (``settings``, recorded in ``settings/<name>.json`` by
 run/fingerprints.py; None for the steps recomputed on every run), which earlier steps it reads
@@ -36,6 +37,7 @@ from elical.run.subjects.subject import Subject, annotate_config
 if TYPE_CHECKING:
     from elical.evaluation.evaluate import Evaluation
     from elical.model.predictions import Predictions
+    from elical.run.label_strategies import StrategyComparison
     from elical.run.stage2_selection import Selection
     from elical.run.steps.honesty_step import HonestyOutcome
     from elical.run.steps.retrieval_step import RetrievalRun
@@ -344,7 +346,8 @@ def reported_records(cfg: RunConfig, records: Sequence[Record]) -> list[Record]:
 class Evaluate(RunStep["Evaluation"]):
     """Baselines from the records and the trained models' predictions, scored on the evaluation records
     (recomputed on every run, so a changed ``evaluate:`` setting simply takes effect). With a selection
-    (``select-stage2``): the reported records only, and of the EliCal candidates the chosen recipe's models."""
+    (``select-stage2``): the reported records only, and of the EliCal candidates the chosen recipe's models; with
+    several label selection strategies, the first strategy's models (:meth:`TrainPlan.reported`)."""
 
     name = "evaluate"
 
@@ -360,8 +363,36 @@ class Evaluate(RunStep["Evaluation"]):
         eval_records = [r for r in reported_records(cfg, self.annotate.value.evaluation) if not r.failed]
         ecfg = cfg.evaluate.model_copy(update={"groups": {**subject.groups, **cfg.evaluate.groups}})
         winner = self.select.value.winner if self.select is not None else None
-        predictions = [t.predictions for k, t in self.train.value.items() if k.stage2 in (None, winner)]
+        predictions = [t.predictions for k, t in self.train.value.items()
+                       if k.stage2 in (None, winner) and cfg.train.reported(k)]
         return evaluate(eval_records, predictions, ecfg)
+
+
+class CompareStrategies(RunStep["StrategyComparison"]):
+    """Several ``train.label_selection`` strategies: every strategy's Cal-Only and EliCal models scored on the
+    reported records, for the label curve's lines and the strategy table (run/label_strategies.py); recomputed on
+    every run. Its settings (the list) are recorded, so a changed list is refused on resume as a changed
+    ``train.stage2_candidates`` is; ``--overwrite`` then trains the new strategies' models only, keeping the
+    others (their own settings did not change)."""
+
+    name = "label-strategies"
+
+    def __init__(self, ctx: RunContext, annotate: Annotate, train: Train) -> None:
+        super().__init__(ctx)
+        self.annotate, self.train = annotate, train
+        self.inputs = (annotate, train)
+
+    def settings(self) -> dict[str, Any]:
+        return {"train": {"label_selection": self.ctx.cfg.train.strategies()}}
+
+    def make(self) -> StrategyComparison:
+        from elical.run.label_strategies import compare_strategies, strategy_evaluation
+
+        cfg, subject = self.ctx.cfg, self.ctx.subject
+        eval_records = [r for r in reported_records(cfg, self.annotate.value.evaluation) if not r.failed]
+        ecfg = cfg.evaluate.model_copy(update={"groups": {**subject.groups, **cfg.evaluate.groups}})
+        evaluation = strategy_evaluation(eval_records, {k: t.predictions for k, t in self.train.value.items()}, ecfg)
+        return compare_strategies(evaluation, cfg.train, len(self.annotate.value.pool))
 
 
 # ----------------------------------------------------------------------------------------------- honesty, retrieval
@@ -374,7 +405,12 @@ class Gate:
 
     def __init__(self, train: Train, budget: int | Literal["all"], seed: int, select: Select | None) -> None:
         self.train, self.budget, self.seed, self.select = train, budget, seed, select
-        self.step: Step = select if select is not None else train.models[ModelKey("elical", budget, seed)]
+        self.step: Step = select if select is not None else train.models[self._key()]
+
+    def _key(self) -> ModelKey:
+        """The plan's EliCal model at the gate's budget and seed (of the first label selection strategy)."""
+        plan = self.train.ctx.cfg.train
+        return plan.strategy_key("elical", self.budget, self.seed, plan.strategies()[0])
 
     def settings(self) -> dict[str, Any]:
         """The settings of the step that decides the gate."""
@@ -386,8 +422,7 @@ class Gate:
     @property
     def value(self) -> Trained:
         """The gating model (after the train and select steps ran)."""
-        key = ModelKey("elical", self.budget, self.seed) if self.select is None else \
-            self.select.value.key(self.budget, self.seed)
+        key = self._key() if self.select is None else self.select.value.key(self.budget, self.seed)
         return self.train.models[key].value
 
 
@@ -469,11 +504,12 @@ class Report(RunStep[Path]):
     name = "report"
 
     def __init__(self, ctx: RunContext, annotate: Annotate, evaluate: Evaluate, honesty: Honesty | None,
-                 retrieval: Retrieval | None, select: Select | None = None) -> None:
+                 retrieval: Retrieval | None, select: Select | None = None,
+                 strategies: CompareStrategies | None = None) -> None:
         super().__init__(ctx)
         self.annotate, self.evaluate, self.honesty, self.retrieval = annotate, evaluate, honesty, retrieval
-        self.select = select
-        self.inputs = tuple(s for s in (annotate, select, evaluate, honesty, retrieval) if s is not None)
+        self.select, self.strategies = select, strategies
+        self.inputs = tuple(s for s in (annotate, select, evaluate, strategies, honesty, retrieval) if s is not None)
 
     def make(self) -> Path:
         from elical.run.report import write_run_report
@@ -485,7 +521,8 @@ class Report(RunStep[Path]):
                                 self.evaluate.value, ctx.folder, timings, cpu,
                                 self.honesty.value if self.honesty else None,
                                 self.retrieval.value if self.retrieval else None,
-                                stage2_selection=self.select.value if self.select else None)
+                                stage2_selection=self.select.value if self.select else None,
+                                strategies=self.strategies.value if self.strategies else None)
 
 
 # ----------------------------------------------------------------------------------------------- the plan
@@ -502,17 +539,18 @@ class RunSteps:
     honesty: Honesty | None = None
     retrieval: Retrieval | None = None
     select: Select | None = None  # always recorded; run with train.select_on ood-holdout only
+    strategies: CompareStrategies | None = None  # several train.label_selection strategies only
 
     def loop(self) -> list[Step]:
         """The steps in the order the run does them."""
-        optional: list[Step] = [s for s in (self.honesty, self.retrieval) if s is not None]
+        optional: list[Step] = [s for s in (self.strategies, self.honesty, self.retrieval) if s is not None]
         chosen: list[Step] = [self.select] if self.select is not None and self.evaluate.select is not None else []
         return [self.annotate, self.train, *chosen, self.evaluate, *optional, self.report]
 
     def recorded(self) -> list[Step]:
         """The resumable steps, whose settings the run folder records (annotate, train-<model>, ...)."""
-        return [s for s in (self.annotate, *self.train.models.values(), self.select, self.honesty, self.retrieval)
-                if s is not None]
+        return [s for s in (self.annotate, *self.train.models.values(), self.select, self.strategies, self.honesty,
+                            self.retrieval) if s is not None]
 
 
 def run_steps(ctx: RunContext) -> RunSteps:
@@ -525,8 +563,9 @@ def run_steps(ctx: RunContext) -> RunSteps:
     evaluate = Evaluate(ctx, annotate, train, chosen)
     honesty = Honesty(ctx, annotate, train, chosen) if ctx.cfg.honesty is not None else None
     retrieval = Retrieval(ctx, annotate, train, chosen) if ctx.cfg.retrieval is not None else None
-    report = Report(ctx, annotate, evaluate, honesty, retrieval, chosen)
-    return RunSteps(annotate, train, evaluate, report, honesty, retrieval, select)
+    strategies = CompareStrategies(ctx, annotate, train) if ctx.cfg.train.several_strategies() else None
+    report = Report(ctx, annotate, evaluate, honesty, retrieval, chosen, strategies)
+    return RunSteps(annotate, train, evaluate, report, honesty, retrieval, select, strategies)
 
 
 def check_run_folder(cfg: RunConfig, subject: Subject, out: Path, overwrite: bool = False) -> list[str]:

@@ -53,7 +53,7 @@ def stage1_source(folder: RunFolder, key: ModelKey) -> Path | None:
 
 
 def label_order(cfg: RunConfig, folder: RunFolder, key: ModelKey) -> LabelOrder | None:
-    """The order ``key``'s labels are the first of: the plan's strategy applied to the pool with the Eli-Only model
+    """The order ``key``'s labels are the first of: its strategy (:meth:`TrainPlan.strategy_of`) applied to the pool with the Eli-Only model
     of its seed (computed once per seed and kept in that model's folder as ``selection-<strategy>.json``); None
     where the labels are today's random draw (see :meth:`TrainPlan.selects_labels`)."""
     if not cfg.train.selects_labels(key):
@@ -61,7 +61,7 @@ def label_order(cfg: RunConfig, folder: RunFolder, key: ModelKey) -> LabelOrder 
     from elical.records import read_records
     from elical.train.label_selection import cached_label_order
 
-    strategy = cfg.train.label_selection
+    strategy = cfg.train.strategy_of(key)
     eli = ModelKey("eli-only", None, key.seed)
     return cached_label_order(read_records([str(folder.pool)]), folder.weights(eli), strategy=strategy, seed=key.seed,
                               cache=folder.model(eli) / f"selection-{strategy}.json", device=cfg.annotate.device)
