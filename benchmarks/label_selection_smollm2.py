@@ -4,6 +4,12 @@ same resamples for every model and seed; a group's AUROC is the mean of its data
 its seeds'). Every strategy's EliCal starts from the same Eli-Only models (benchmarks/label_selection_gpu.sh).
 
     python benchmarks/label_selection_smollm2.py --eval EVAL.parquet --run random=DIR --run uncertainty=DIR ... [--md OUT.md]
+
+With --md, also OUT.csv (AUROC of every model per group) and OUT.png (the label curve, one line per strategy,
+drawn by benchmarks/label_selection.py's plot_curves). With --pool POOL.parquet, a table of what each strategy
+chose (models/*-300-s*/selection.json): the share labelled correct, and the share of choice questions (the question
+offers alternatives, elical.annotate.assertion.question_options) among all chosen and among those labelled
+correct, next to the pool's (which random's dataset-stratified draw matches in expectation).
 """
 
 from __future__ import annotations
@@ -17,9 +23,34 @@ import numpy as np
 from elical.metrics.bootstrap import percentile_interval
 from elical.model.predictions import read_predictions
 from elical.records import read_parquet
+from label_selection import plot_curves
 from stage2_recipes import group_mean, replicates
 
 GROUPS = ("in-domain", "ood")
+
+
+def chosen_table(pool_path: Path, runs: dict[str, str], budget: int = 300) -> list[str]:
+    """Per strategy and seed, what its first ``budget`` questions are: labelled correct, choice questions."""
+    import json
+
+    from elical.annotate.assertion import question_options
+
+    pool = {r.id: r for r in read_parquet(pool_path)}
+    choice = {rid: question_options(r.question) is not None for rid, r in pool.items()}
+
+    def describe(ids: list[str]) -> str:
+        right = [i for i in ids if pool[i].greedy_correct]
+        return (f"{100 * len(right) / len(ids):.1f} | {100 * np.mean([choice[i] for i in ids]):.1f} | "
+                f"{100 * np.mean([choice[i] for i in right]) if right else float('nan'):.1f}")
+
+    lines = ["", f"What each strategy chose at {budget} labels (per seed; %):", "",
+             "| strategy | seed | labelled correct | choice questions | choice questions among those correct |",
+             "|---|---|---|---|---|", f"| pool (random's expectation) | - | {describe(list(pool))} |"]
+    for strategy, folder in runs.items():
+        for path in sorted(Path(folder, "models").glob(f"elical-{budget}-s*/selection.json")):
+            lines.append(f"| {strategy} | {path.parent.name.rsplit('-s', 1)[1]} | "
+                         f"{describe(json.loads(path.read_text())['chosen'])} |")
+    return lines
 
 
 def main() -> None:
@@ -28,6 +59,7 @@ def main() -> None:
     parser.add_argument("--run", action="append", required=True, help="STRATEGY=RUN_FOLDER (random first)")
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--md", type=Path)
+    parser.add_argument("--pool", type=Path, help="the pool's records: what each strategy chose, described")
     args = parser.parse_args()
     records = [r for r in read_parquet(args.eval) if r.greedy_correct is not None and not r.failed]
     runs = dict(item.split("=", 1) for item in args.run)
@@ -70,10 +102,20 @@ def main() -> None:
         cells += [diff(key, ("random", 1000), g) if ("random", 1000) in models else "-" for g in GROUPS]
         lines.append(f"| {strategy} | {budget} | {mean(key, 'in-domain')[0]:.3f} | {mean(key, 'ood')[0]:.3f} | "
                      + " | ".join(cells) + f" | {per_seed} |")
+    if args.pool:
+        lines += chosen_table(args.pool, runs)
     text = "\n".join(lines)
     print(text)
     if args.md:
+        import pandas as pd
+
         args.md.write_text(text + "\n", encoding="utf-8")
+        frame = pd.DataFrame([{"strategy": strategy, "budget": budget, "seed": seed,
+                               **{f"auroc_{g}": float(group_mean(v, g)[0]) for g in GROUPS}}
+                              for (strategy, budget), by_seed in models.items() if strategy != "eli-only"
+                              for seed, v in sorted(by_seed.items())]).sort_values(["strategy", "budget", "seed"])
+        frame.to_csv(args.md.with_suffix(".csv"), index=False)
+        plot_curves(frame, {g: float(mean(("eli-only", 0), g)[0]) for g in GROUPS}, args.md.with_suffix(".png"))
 
 
 if __name__ == "__main__":

@@ -133,7 +133,8 @@ def test_strategy_lines_in_the_label_figure():
                          pd.DataFrame([{"method": "Eli-Only", "budget": 0, "split": "in-domain", "metric": "auroc",
                                         "mean": 0.55, "std": 0.0, "n": 2}])], ignore_index=True)
     fig = metric_vs_labels(summary, "auroc", ["in-domain"], "/dev/null", "AUROC", [], strategies)
-    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert fig.axes[0].get_legend() is None  # one legend under the panels, not one over each panel's lines
+    labels = [text.get_text() for text in fig.legends[0].get_texts()]
     assert labels[:4] == ["Cal-Only \N{MIDDLE DOT} random", "Cal-Only \N{MIDDLE DOT} uncertainty",
                           "EliCal \N{MIDDLE DOT} random", "EliCal \N{MIDDLE DOT} uncertainty"]
     plain = metric_vs_labels(summary, "auroc", ["in-domain"], "/dev/null", "AUROC", [])

@@ -138,7 +138,19 @@ def metric_vs_labels(summary: pd.DataFrame, metric: str, splits: list[str], path
         ax.set_title(split)
     axes[0][0].set_ylabel(ylabel)
     fig.text(0.01, 0.01, band_note(summary), fontsize=9, color="dimgrey")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    bottom = 0.04
+    if strategies is not None:  # one legend under the panels: per-panel ones would cover the lines
+        shown: dict[str, object] = {}
+        for ax in axes[0]:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                shown.setdefault(label, handle)
+            ax.get_legend().remove()
+        rows = -(-len(shown) // 4)
+        fig.set_figheight(3.9 + 0.25 * rows)
+        bottom = (0.3 + 0.25 * rows) / fig.get_figheight()
+        fig.legend(list(shown.values()), list(shown), loc="lower center", ncol=4, fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, 0.2 / fig.get_figheight()))
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     fig.savefig(path, dpi=120)
     return fig
 
