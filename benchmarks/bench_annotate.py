@@ -29,8 +29,18 @@ ratios (shared-prefix / plain answers per second) are printed.
      ``--batch-size``, ``--fast-decode``, ``--consistency-judge``); ``--judge-workers N``: the pipelined runs
      judge with N processes (``annotate.judges.workers``). GPU: ``benchmarks/annotate_whole_gpu.sh``.
 
+  6. ``--judges-only`` (issue 24): the default judges' throughput (correctness ``match``, consistency
+     ``answer`` with the packaged MiniLM) on a fixed subset of real records (``--judge-records`` parquet
+     files, every n-th answered record up to ``--judge-subset``), judged as ``elical annotate`` judges a
+     chunk (dedup, then each judge's batch); one fresh process per run (cold caches), the embedding model
+     loaded and warmed before the clock starts. With ``--before-src DIR`` (a ``git archive <commit> src``
+     of the code to compare with), the two sources alternate ``--repeats`` rounds: judgments/s of each
+     judge, the embedding share, the median ratio after / before per round, and whether both sources
+     gave every decision alike (a digest of all labels).
+
 CPU (small):  python benchmarks/bench_annotate.py --size tiny
 Whole (CPU):  python benchmarks/bench_annotate.py --whole --repeats 3
+Judges (CPU): python benchmarks/bench_annotate.py --judges-only --judge-records a.parquet b.parquet --before-src /tmp/old/src
 Decoding:     python benchmarks/bench_annotate.py --size full --sections decode --model /path/to/smollm2-hf
 GPU (full):   python benchmarks/bench_annotate.py --size full --records runs/x/records.parquet
 Prints the machine first and one table per section.
@@ -51,7 +61,8 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+# --judges-only runs each compared source tree in a process of its own, named by BENCH_ANNOTATE_SRC
+sys.path.insert(0, os.environ.get("BENCH_ANNOTATE_SRC") or str(ROOT / "src"))
 
 from elical.annotate.backends.base import GenerationSettings
 from elical.annotate.backends.hf import HFBackend
@@ -386,6 +397,90 @@ def bench_whole(args: argparse.Namespace) -> list[dict]:
     return rows + summary
 
 
+def judge_step(args: argparse.Namespace) -> None:
+    """One timed judging of the subset in this process (the source on sys.path): one JSON line."""
+    import hashlib
+
+    import elical
+    from elical.annotate.config import AnnotateConfig
+    from elical.annotate.judge_factory import judge_maker
+    from elical.annotate.judges import CachedJudge
+    from elical.annotate.pipeline import _record_queries
+    from elical.records import read_parquet
+
+    records = [r for path in args.judge_records for r in read_parquet(path) if not r.failed]
+    subset = records[:: max(1, len(records) // args.judge_subset)][: args.judge_subset]
+    make = judge_maker(AnnotateConfig())
+    correctness, consistency = CachedJudge(make("match")), CachedJudge(make("answer"))
+    model = consistency.inner.model  # type: ignore[attr-defined]
+    model.encode(["warm up"])
+    encode, embed_s = model.encode, [0.0]
+
+    def timed_encode(*a, **k):  # the embedding model's share of the consistency judge
+        start = time.perf_counter()
+        out = encode(*a, **k)
+        embed_s[0] += time.perf_counter() - start
+        return out
+
+    model.encode = timed_encode
+    correct_q, consist_q = [], []
+    for rec in subset:  # the queries of elical.annotate.pipeline.judge_records, in its order
+        correct, consist = _record_queries(rec)
+        correct_q += correct
+        consist_q += consist
+    start = time.perf_counter()
+    correct_v = correctness.judge_batch(correct_q)
+    correct_s = time.perf_counter() - start
+    start = time.perf_counter()
+    consist_v = consistency.judge_batch(consist_q)
+    consist_s = time.perf_counter() - start
+    total = len(correct_q) + len(consist_q)
+    print(json.dumps({"records": len(subset), "decisions": total, "judge_s": correct_s + consist_s,
+                      "judgments_per_s": total / (correct_s + consist_s),
+                      "correctness_per_s": len(correct_q) / correct_s, "consistency_per_s": len(consist_q) / consist_s,
+                      "rules_per_s": total / (correct_s + consist_s - embed_s[0]), "embed_s": embed_s[0],
+                      "embed_share": embed_s[0] / (correct_s + consist_s), "torch_threads": torch.get_num_threads(),
+                      "labels": hashlib.sha1(bytes(correct_v + consist_v)).hexdigest()[:12],
+                      "judges": f"{correctness.name} + {consistency.name}", "source": str(Path(elical.__file__).parents[1])}))
+
+
+def bench_judges(args: argparse.Namespace) -> list[dict]:
+    """``--repeats`` rounds of the sources in turn (before, after), one process per run; per run its row,
+    then per source the medians and the per-round ratios after / before."""
+    import subprocess
+
+    sources = {**({"before": args.before_src} if args.before_src else {}), "after": ROOT / "src"}
+    rows: list[dict] = []
+    for run in range(1, args.repeats + 1):
+        for name, src in sources.items():
+            env = {**os.environ, "HF_HUB_OFFLINE": "1", "BENCH_ANNOTATE_SRC": str(src)}
+            command = [sys.executable, str(Path(__file__).resolve()), "--judge-step", "--judge-subset", str(args.judge_subset),
+                       "--judge-records", *map(str, args.judge_records)]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            if done.returncode:
+                raise SystemExit(f"judge run failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+            step = json.loads(done.stdout.strip().splitlines()[-1])
+            row = {"variant": name, "round": run, **{k: v for k, v in step.items() if k not in ("judges", "source")},
+                   "load_avg_1m": os.getloadavg()[0]}
+            rows.append(row)
+            print(" | ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+            print(f"  judges {step['judges']} | source {step['source']}", flush=True)
+    summary = []
+    speeds = {name: [r["judgments_per_s"] for r in rows if r["variant"] == name] for name in sources}
+    for name in sources:
+        mine = [r for r in rows if r["variant"] == name]
+        ratios = [a / b for a, b in zip(speeds[name], speeds[next(iter(sources))])]
+        summary.append({"variant": name, "rounds": len(mine), "decisions": mine[0]["decisions"],
+                        **{f"{key}_median": statistics.median(r[key] for r in mine)
+                           for key in ("judgments_per_s", "correctness_per_s", "consistency_per_s", "rules_per_s", "embed_share")},
+                        "x_first_median": statistics.median(ratios), "x_first_per_round": ", ".join(f"{x:.3f}" for x in ratios),
+                        "labels_equal_first": all(r["labels"] == rows[0]["labels"] for r in mine)})
+    print_table("Judging, every run", rows)
+    print_table(f"Judging, {' vs '.join(sources)} ({args.repeats} alternating rounds; ratio = variant judgments/s "
+                f"/ {next(iter(sources))} judgments/s in the same round)", summary)
+    return rows + summary
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=["tiny", "full"], default="tiny")
@@ -411,11 +506,19 @@ def arguments() -> argparse.Namespace:
     whole.add_argument("--consistency-judge", default="answer")
     whole.add_argument("--embedding-model", default=None, help="the embedding judge's model folder (default: the packaged MiniLM)")
     whole.add_argument("--judge-workers", type=int, default=0, help="judge processes of the pipelined runs (judges.workers)")
+    judging = parser.add_argument_group("--judges-only: the default judges' throughput, before vs after")
+    judging.add_argument("--judges-only", action="store_true", help="time the judges on real records (nothing else runs)")
+    judging.add_argument("--judge-records", type=Path, nargs="+", default=[], help="annotated records (parquet)")
+    judging.add_argument("--judge-subset", type=int, default=500, help="records judged per run (every n-th answered one)")
+    judging.add_argument("--before-src", type=Path, help="the source tree to compare with (git archive <commit> src)")
+    parser.add_argument("--judge-step", action="store_true", help=argparse.SUPPRESS)  # one run of --judges-only
     parser.add_argument("--world-step", type=Path, help=argparse.SUPPRESS)  # one run of --whole --subject world
     parser.add_argument("--pipeline", choices=["true", "false"], default="true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if (args.judges_only or args.judge_step) and not args.judge_records:
+        parser.error("--judges-only needs --judge-records")
     return args
 
 
@@ -423,6 +526,18 @@ def main() -> None:
     args = arguments()
     if args.world_step is not None:
         world_step(args.world_step, args.pipeline == "true", args.judge_workers)
+        return
+    if args.judge_step:
+        judge_step(args)
+        return
+    if args.judges_only:
+        print(machine())
+        print(f"load average before: {os.getloadavg()[0]:.2f} | records {', '.join(map(str, args.judge_records))} | "
+              f"subset {args.judge_subset} | before {args.before_src or '-'} | after {ROOT / 'src'}", flush=True)
+        rows = bench_judges(args)
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        if args.json:
+            args.json.write_text(json.dumps({"machine": machine(), "judges": rows}, indent=2))
         return
     if args.whole:
         print(machine())

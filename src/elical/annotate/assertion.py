@@ -53,7 +53,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import pairwise
 
 from elical.annotate.consistency import (
@@ -65,7 +65,7 @@ from elical.annotate.consistency import (
     first_sentence,
     same_word,
 )
-from elical.annotate.text import Token, alias_tokens, contains, token_matches, tokenize
+from elical.annotate.text import Token, alias_tokens, contains, starts, token_matches, tokenize
 
 # verbs that end a sentence's subject: copulas, auxiliaries, and words that read as past participles
 _VERBS = frozenset([
@@ -107,12 +107,23 @@ _NAME = re.compile(r"^(?:the\s+)?(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|d
 _WORD = re.compile(r"^[a-z][\w'’\-]*")
 _WORD_END = re.compile(r"[a-z][\w'’\-]*\s*$")
 _NAME_END = re.compile(r"(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y)\s+)*[A-Z0-9][\w'’.\-]*)*\s*$")
+_JOINED_AFTER = re.compile(r"\s*,?\s+(?:or|and)\s+")  # "A or B": what joins B to A
+_JOINED_BEFORE = re.compile(r"\s*,?\s+(?:or|and)\s+$")  # ... and A to B
+_OR = re.compile(r"\s*,?\s+or\s+")
 
 
 def sentences(reply: str) -> list[str]:
     """The reply's sentences and lines, cut as :func:`~elical.annotate.consistency.first_sentence`
     cuts the first (never after an initial or a common abbreviation)."""
-    out, rest = [], reply.strip()
+    return list(_sentences(reply))
+
+
+@lru_cache(maxsize=1 << 16)
+def _sentences(reply: str) -> tuple[str, ...]:
+    """:func:`sentences`, cached: the rules cut each reply several times (and the reference answer
+    once for each of k samples)."""
+    out: list[str] = []
+    rest = reply.strip()
     while rest:
         head = first_sentence(rest)
         if not head or not rest.startswith(head):
@@ -120,7 +131,7 @@ def sentences(reply: str) -> list[str]:
             break
         out.append(head)
         rest = rest[len(head) :].strip()
-    return out
+    return tuple(out)
 
 
 def _find(hay: Sequence[Token], needle: Sequence[Token]) -> list[int]:
@@ -130,7 +141,7 @@ def _find(hay: Sequence[Token], needle: Sequence[Token]) -> list[int]:
         return []
     if n == len(hay):
         return [0] if all(a.text == b.text for a, b in zip(needle, hay)) else []
-    return [i for i in range(len(hay) - n + 1) if all(token_matches(a, b) for a, b in zip(needle, hay[i : i + n]))]
+    return [i for i in starts(hay, needle) if all(token_matches(a, b) for a, b in zip(needle, hay[i : i + n]))]
 
 
 def _content(tokens: Sequence[Token]) -> list[Token]:
@@ -153,10 +164,11 @@ class Choice:
     comparative: str | None
     graded: tuple[str, ...] = ()
 
-    @property
+    @cached_property
     def short_names(self) -> tuple[frozenset[str], ...]:
         """Per option, the words that name it alone: capitalized words of at least four letters the
-        other options lack ("Feraoun" for "Mouloud Feraoun"; never the "Gould" two options share)."""
+        other options lack ("Feraoun" for "Mouloud Feraoun"; never the "Gould" two options share);
+        computed once per choice (a question's choice is cached, see :func:`question_options`)."""
         def own(index: int) -> frozenset[str]:
             others = {t.text for j, opt in enumerate(self.options) if j != index for t in opt}
             return frozenset(t.text for t in self.options[index] if t.case != "lower" and len(t.text) >= 4
@@ -170,13 +182,13 @@ _DEGREE = frozenset(["more", "less", "fewer", "most", "least"])  # comparatives 
 def _option_beside(question: str, start: int, end: int) -> str | None:
     """The other alternative next to the span [start, end) of the question, joined to it by "or"/"and"."""
     after = question[end:]
-    joined = re.match(r"\s*,?\s+(?:or|and)\s+", after)
+    joined = _JOINED_AFTER.match(after)
     if joined:
         rest = after[joined.end() :]
         name = _NAME.match(rest)
         return name.group().strip() if name else None
     before = question[:start]
-    joined = re.search(r"\s*,?\s+(?:or|and)\s+$", before)
+    joined = _JOINED_BEFORE.search(before)
     if joined:
         name = _NAME_END.search(before[: joined.start()])
         return name.group().strip() if name else None
@@ -202,7 +214,12 @@ def choice_of(question: str, aliases: Sequence[str]) -> tuple[Choice, int] | Non
     """(the choice the question offers, the index of the gold option) where a gold alias is one of two
     alternatives joined by "or"/"and" in the question, or where exactly one of the question's two
     "A or B" alternatives is (inside) a gold alias ("Mr Mackenzie" for "Mr. Mackenzie"); None for other
-    questions."""
+    questions. Cached per question and aliases (the k + 1 answers of a question share them)."""
+    return _choice_of(question, tuple(aliases))
+
+
+@lru_cache(maxsize=1 << 12)
+def _choice_of(question: str, aliases: tuple[str, ...]) -> tuple[Choice, int] | None:
     for alias in aliases:
         if not alias.strip():
             continue
@@ -384,14 +401,18 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
 _COPULAS = frozenset(["is", "was", "are", "were"])
 
 
+_ENDS_SENTENCE = re.compile(r"[.!?]$")
+_ENDS_OPEN = re.compile(r"[,;:(\[–—-]$")  # a comma, colon, dash or bracket: more must follow
+
+
 def _cut_before_answer(sentence: str) -> bool:
     """Whether a sentence stops where more must follow: at a comma, colon, dash or bracket, or at a
     little word ("was held at the"), past a cut-off word of one or two letters ("of G", "(2")."""
     text = sentence.rstrip()
     words = text.split()
-    if len(words) > 2 and len(words[-1].strip("(\"'“")) <= 2 and not re.search(r"[.!?]$", words[-1]):
+    if len(words) > 2 and len(words[-1].strip("(\"'“")) <= 2 and not _ENDS_SENTENCE.search(words[-1]):
         text = text[: text.rfind(" ")].rstrip()  # a word cut off at the token limit
-    if re.search(r"[,;:(\[–—-]$", text):
+    if _ENDS_OPEN.search(text):
         return True
     last = text.split()[-1].lower() if text.split() else ""
     return last in FUNCTION_WORDS and last not in ("it", "them", "him", "her", "this", "that")  # pronouns end
@@ -559,6 +580,7 @@ _WITHDRAWN = re.compile(
 )
 
 
+@lru_cache(maxsize=1 << 16)
 def _polarity(question: str, reply: str) -> str | None:
     """The reply's answer to a yes/no question: its first "yes" or "no"; else, where its first sentence
     restates the question's claim (every lower-case content word of the question after its auxiliary,
@@ -626,9 +648,12 @@ def _plurals(alias: str) -> list[str]:
     return [alias.strip() + ("es" if head.endswith(("x", "ch", "sh")) else "s")]
 
 
+_ANNOUNCEMENT = re.compile(r"(?:the\s+)?(?:correct\s+|short\s+)?answer(?:\s+to\s+(?:this|the|your)\s+question)?\s+is\s*:?", re.IGNORECASE)
+
+
 def _says_nothing(sentence: str) -> bool:
     """A sentence that only announces an answer ("The answer to this question is:")."""
-    return bool(re.fullmatch(r"(?:the\s+)?(?:correct\s+|short\s+)?answer(?:\s+to\s+(?:this|the|your)\s+question)?\s+is\s*:?", sentence.strip(), re.IGNORECASE))
+    return bool(_ANNOUNCEMENT.fullmatch(sentence.strip()))
 
 
 # ---------------------------------------------------------------------------- consistency
@@ -646,10 +671,11 @@ _NO_ANSWER = re.compile(
 )
 
 
+@lru_cache(maxsize=1 << 12)
 def question_options(question: str) -> Choice | None:
     """The two alternatives a question offers ("..., A or B?"), found without the gold answer; None
-    for other questions."""
-    for joined in re.finditer(r"\s*,?\s+or\s+", question):
+    for other questions. Cached: each answer to the question asks."""
+    for joined in _OR.finditer(question):
         before = _NAME_END.search(question[: joined.start()])
         after = _NAME.match(question[joined.end() :])
         if before and after and before.group().strip() and after.group().strip():
@@ -662,7 +688,7 @@ def question_options(question: str) -> Choice | None:
 @lru_cache(maxsize=1 << 16)
 def _answering_sentence(question: str, reply: str) -> str | None:
     """The reply's first sentence that says something beyond the question; None where none does."""
-    asked = {t.text for t in tokenize(question)}
+    asked = _question_words(question)
     for sentence in sentences(reply):
         said = [t for t in _content(tokenize(sentence)) if not _asked(t.text, asked) and t.text not in _ANNOUNCING]
         if said and not _says_nothing(sentence):
@@ -670,6 +696,7 @@ def _answering_sentence(question: str, reply: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1 << 16)
 def gives_no_answer(question: str, reply: str) -> bool:
     """Whether a reply asserts no answer: it says nothing beyond the question (an echo, a cut-off
     restatement), or its answering sentence refuses or calls the answer unknown."""
@@ -706,7 +733,7 @@ def answer_slot(question: str, sentence: str) -> Slot:
     lacks, from the predicate where the subject restates the question ("The capital of France is
     Paris"), from the subject where the predicate does ("Paris is the capital of France"), else from
     the predicate (where the sentence says something of its own subject, the claim is what follows)."""
-    asked = {t.text for t in tokenize(question)}
+    asked = _question_words(question)
     joins = [m.group() for m in _PIECE.finditer(sentence)]
     pieces = [tokenize(piece) for piece in _PIECE.split(sentence)]
     owner = [i for i, piece in enumerate(pieces) for _ in piece]
@@ -727,18 +754,26 @@ def answer_slot(question: str, sentence: str) -> Slot:
     return Slot(tuple(tuple(grouped[k]) for k in sorted(grouped)), listed)
 
 
-def _asked(word: str, asked: set[str]) -> bool:
-    """Whether the question has the word, as it is or inflected ("produces" / "produced"); an answer
-    that shares only a stem with the question still answers it ("Rome" for "East Roman Empire")."""
-    stems = _forms(word)[0]
-    return word in asked or any(stems & _forms(other)[0] for other in asked)
+@lru_cache(maxsize=1 << 12)
+def _question_words(question: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The question's words, and the stems of them all (what :func:`_asked` compares a word's with)."""
+    words = frozenset(t.text for t in tokenize(question))
+    return words, frozenset(stem for word in words for stem in _forms(word)[0])
+
+
+def _asked(word: str, asked: tuple[frozenset[str], frozenset[str]]) -> bool:
+    """Whether the question (its :func:`_question_words`) has the word, as it is or inflected
+    ("produces" / "produced"): a stem in common with one of its words; an answer that shares only a
+    stem with the question still answers it ("Rome" for "East Roman Empire")."""
+    words, stems = asked
+    return word in words or not _forms(word)[0].isdisjoint(stems)
 
 
 def _named_run(words: Sequence[Token]) -> tuple[Token, ...]:
     """The first run of named words (capitalized, or holding digits) among the slot's words."""
     run: list[Token] = []
     for token in words:
-        if token.case != "lower" or any(ch.isdigit() for ch in token.text):
+        if token.case != "lower" or any(map(str.isdigit, token.text)):
             run.append(token)
         elif run:
             break
@@ -750,7 +785,7 @@ def _names(slot: Slot, numbers: bool) -> list[tuple[Token, ...]]:
     runs = []
     for piece in slot.pieces:
         piece = tuple(Token(_NUMBER_WORDS.get(t.text, t.text), t.case) for t in piece)
-        words = [t for t in piece if any(ch.isdigit() for ch in t.text)] if numbers else list(piece)
+        words = [t for t in piece if any(map(str.isdigit, t.text))] if numbers else list(piece)
         run = _named_run(words)
         if run:
             runs.append(run)
@@ -774,18 +809,15 @@ def same_assertion(question: str, a: str, b: str) -> bool | None:
     if words and words[0] in _YES_NO_START and " or " not in question:  # answered by a yes or a no alone
         polarity_a, polarity_b = _polarity(question, a), _polarity(question, b)
         return polarity_a is not None and polarity_a == polarity_b
-    choice = question_options(question)
-    if choice is not None:
-        chosen_a, chosen_b = chosen_option(question, a, choice), chosen_option(question, b, choice)
+    if question_options(question) is not None:
+        chosen_a, chosen_b = _chosen_offered(question, a), _chosen_offered(question, b)
         return chosen_a is not None and chosen_a == chosen_b
     if gives_no_answer(question, a) or gives_no_answer(question, b):
         return False
-    slot_a = answer_slot(question, _answering_sentence(question, a) or "")
-    slot_b = answer_slot(question, _answering_sentence(question, b) or "")
+    (slot_a, names_a), (slot_b, names_b) = _slot_names(question, a), _slot_names(question, b)
     if any(t.text in _NEGATIONS for t in slot_a.words + slot_b.words):
         return False  # a negated claim says what the answer is not
-    numbers = bool(_NUMBER_QUESTION.search(question))
-    names_a, names_b = _names(slot_a, numbers), _names(slot_b, numbers)
+    numbers = _asks_number(question)
     if numbers and not (names_a and names_b):
         return False  # a question that asks for a number is answered by one
     words_a, words_b = [t.text for t in slot_a.words], [t.text for t in slot_b.words]
@@ -802,6 +834,27 @@ def same_assertion(question: str, a: str, b: str) -> bool | None:
         if all(any(ch.isdigit() for ch in t.text) for t in names_a[0] + names_b[0]):
             return False  # two different numbers
     return None
+
+
+@lru_cache(maxsize=1 << 12)
+def _asks_number(question: str) -> bool:
+    return bool(_NUMBER_QUESTION.search(question))
+
+
+@lru_cache(maxsize=1 << 16)
+def _slot_names(question: str, reply: str) -> tuple[Slot, tuple[tuple[Token, ...], ...]]:
+    """The answer slot of the reply's answering sentence and the names it gives (:func:`_names`);
+    cached, as the reference answer is compared with each of k samples."""
+    slot = answer_slot(question, _answering_sentence(question, reply) or "")
+    return slot, tuple(_names(slot, _asks_number(question)))
+
+
+@lru_cache(maxsize=1 << 16)
+def _chosen_offered(question: str, reply: str) -> int | None:
+    """The option of the question's own "A or B" (:func:`question_options`) the reply chooses; cached,
+    as the reference answer is compared with each of k samples."""
+    choice = question_options(question)
+    return None if choice is None else chosen_option(question, reply, choice)
 
 
 def compare_assertions(question: str, a: str, b: str) -> Comparison:

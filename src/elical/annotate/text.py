@@ -34,6 +34,11 @@ Case = Literal["lower", "upper", "caps", "other"]  # caps: a word of a text in c
 ARTICLES = frozenset({"a", "an", "the"})
 _STROKES = str.maketrans({"ø": "o", "Ø": "O", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE"})
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")  # _WORD on ASCII text: letters and digits (ASCII has no marks)
+_ASCII_LOWER = re.compile(r"[a-z]")
+# where ASCII text may hold a number with a point or separator ("3.14", "3,000") or dotted initials ("U.S.");
+# text without either is one token per word
+_JOINED = re.compile(r"[0-9][.,][0-9]|(?:^|[^A-Za-z0-9])[A-Za-z]\.")
 _INITIAL_GAP = re.compile(r"\.\s*")  # what separates dotted initials: "U.S.", "U. S."
 _CATALOGUE_ARTICLE = re.compile(r"^(.*\S)\s*,\s*(?:the|an?)\s*$", re.IGNORECASE)  # "Beatles, The"
 
@@ -67,8 +72,19 @@ def _case(word: str, shouting: bool) -> Case:
 @lru_cache(maxsize=1 << 16)
 def tokenize(text: str) -> tuple[Token, ...]:
     """The tokens of a text under the module's rules (numbers, initials and case kinds resolved);
-    cached, as the gold aliases, the question and the reference answer recur for each of k samples."""
-    folded = fold(text)
+    cached, as the gold aliases, the question and the reference answer recur for each of k samples.
+    ASCII text (most replies) is its own folding; where it has no number with a point or separator and
+    no dotted initial, its tokens are its words (runs of letters and digits) one by one, found without
+    the rules' loop (:func:`_tokens`, which gives the same tokens, decides the rest)."""
+    if text.isascii() and not _JOINED.search(text):
+        words = _ASCII_WORD.findall(text)
+        shouting = not _ASCII_LOWER.search(text) and sum(not w.isdigit() for w in words) >= 2
+        return tuple([_word_token(word, shouting) for word in words])
+    return _tokens(fold(text))
+
+
+def _tokens(folded: str) -> tuple[Token, ...]:
+    """The tokens of a folded text (:func:`tokenize`'s rules, word by word)."""
     spans = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(folded)]
     lettered = [w for _, _, w in spans if any(ch.isalpha() for ch in w)]
     shouting = len(lettered) >= 2 and not any(ch.islower() for ch in folded)
@@ -100,9 +116,15 @@ def tokenize(text: str) -> tuple[Token, ...]:
         if run:
             tokens.append(Token("".join(run).casefold(), "upper", initials=True))
         else:
-            tokens.append(Token(word.casefold(), _case(word, shouting)))
+            tokens.append(_word_token(word, shouting))
         i += 1
     return tuple(tokens)
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_token(word: str, shouting: bool) -> Token:
+    """The token of one plain word (not initials), shared by every text that has it (tokens are immutable)."""
+    return Token(word.casefold(), _case(word, shouting))
 
 
 def drop_leading_article(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
@@ -135,7 +157,26 @@ def contains(hay: Sequence[Token], needle: Sequence[Token]) -> bool:
         return False
     if n == len(hay):
         return all(a.text == b.text for a, b in zip(needle, hay))
-    return any(all(token_matches(a, b) for a, b in zip(needle, hay[i : i + n])) for i in range(len(hay) - n + 1))
+    return any(all(token_matches(a, b) for a, b in zip(needle, hay[i : i + n])) for i in starts(hay, needle))
+
+
+def starts(hay: Sequence[Token], needle: Sequence[Token]) -> list[int]:
+    """The positions where the needle may start in the hay: where its first word is, with room for the
+    rest (a needle longer than the hay starts nowhere). Only these can match, as a match needs the
+    same words."""
+    stop = len(hay) - len(needle) + 1  # (list.index reads a stop below 0 from the end)
+    if not needle or stop <= 0:
+        return []
+    texts = [t.text for t in hay]
+    first = needle[0].text
+    out: list[int] = []
+    i = -1
+    while True:
+        try:
+            i = texts.index(first, i + 1, stop)
+        except ValueError:
+            return out
+        out.append(i)
 
 
 def normalize(text: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
 
 from elical import metrics
@@ -140,7 +141,7 @@ def metric_vs_labels(summary: pd.DataFrame, metric: str, splits: list[str], path
     fig.text(0.01, 0.01, band_note(summary), fontsize=9, color="dimgrey")
     bottom = 0.04
     if strategies is not None:  # one legend under the panels: per-panel ones would cover the lines
-        shown: dict[str, object] = {}
+        shown: dict[str, Artist] = {}
         for ax in axes[0]:
             for handle, label in zip(*ax.get_legend_handles_labels()):
                 shown.setdefault(label, handle)
