@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 from elical.confidence import applicable_estimators, score_records
+from elical.data.synthetic import synthetic_records
 from elical.evaluation.evaluate import EvalConfig, evaluate
 from elical.records import read_records, write_jsonl
 from elical.report import write_evaluation
-from elical.data.synthetic import synthetic_records
 
 QA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa"
 DATASETS = ["nq_test", "hq_dev", "2wiki_dev", "pararel_test", "popqa_test", "squad_dev", "wq_test"]

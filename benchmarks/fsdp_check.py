@@ -21,8 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def prepare(folder: Path) -> None:
-    from elical.records import write_jsonl
     from test_train import learnable_records
+
+    from elical.records import write_jsonl
     from tiny import build_model, build_tokenizer
 
     tokenizer = build_tokenizer()

@@ -19,12 +19,12 @@ import platform
 from pathlib import Path
 
 import numpy as np
+from label_selection import plot_curves
+from stage2_recipes import group_mean, replicates
 
 from elical.metrics.bootstrap import percentile_interval
 from elical.model.predictions import read_predictions
 from elical.records import read_parquet
-from label_selection import plot_curves
-from stage2_recipes import group_mean, replicates
 
 GROUPS = ("in-domain", "ood")
 

@@ -11,7 +11,16 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from bench_train import SPEED_VARIANTS, architecture, build_model, compile_switch, machine, make_questions, run_packed, speed_variant
+from bench_train import (
+    SPEED_VARIANTS,
+    architecture,
+    build_model,
+    compile_switch,
+    machine,
+    make_questions,
+    run_packed,
+    speed_variant,
+)
 from torch.profiler import ProfilerActivity, profile
 
 # Kernel kinds by name, first match wins (cuBLAS/CUTLASS GEMM kernel names vary by card and version).

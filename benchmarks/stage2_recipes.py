@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from labels_remeasure import GROUPS
 
 from elical.confidence.base import score_records
 from elical.metrics.bootstrap import bootstrap_weights, percentile_interval
 from elical.metrics.calibration import auroc_kernel
 from elical.model.predictions import read_predictions
 from elical.records import read_parquet
-from labels_remeasure import GROUPS
 
 TRAINING_FREE = ("Prob", "N-Prob", "Consis-Sem")
 BUDGETS = (100, 300, 1000)

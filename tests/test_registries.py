@@ -17,8 +17,8 @@ import elical.cli
 from elical.annotate.config import AnnotateConfig, JudgeConfig
 from elical.annotate.judge_check import DEFAULT_JUDGES
 from elical.annotate.judge_factory import BUILDERS, JUDGE_NAMES, judge_maker
-from elical.annotate.judges import JUDGE_VERSIONS, judge_version
 from elical.annotate.judge_registry import DEFAULT_JUDGE, JUDGES, checked_judges, judge_names
+from elical.annotate.judges import JUDGE_VERSIONS, judge_version
 from elical.cli import app as cli_app
 from elical.cli.common import JudgeName
 from elical.core.choices import ConsistencyJudgeKind, CorrectnessJudgeKind, SubjectName

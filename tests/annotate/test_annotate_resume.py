@@ -7,13 +7,13 @@ import json
 import time
 
 import pytest
+from test_annotate import CONFIG, make_items
+from test_fingerprint import snapshot
 
 from elical.annotate import AnnotateConfig, annotate
 from elical.annotate.backends.hf import HFBackend
 from elical.core.fingerprint import SettingsMismatch
 from elical.records import read_parquet
-from test_annotate import CONFIG, make_items
-from test_fingerprint import snapshot
 
 
 @pytest.fixture
@@ -133,10 +133,10 @@ def test_new_judge_rules_are_refused_like_other_settings(backend, tmp_path, monk
 
 
 def test_cli_refuses_to_resume_over_edited_gold_answers_and_names_what_changed(tiny_tokenizer, tiny_llama, tmp_path):
+    from test_annotate import QUESTIONS
     from typer.testing import CliRunner
 
     from elical.cli import app
-    from test_annotate import QUESTIONS
 
     runner = CliRunner()
     args = [*annotate_args(tiny_tokenizer, tiny_llama, tmp_path), "--k", "1"]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from elical.audit.audit_report import NO_AUDIT, label_quality_blocks
 from elical.audit.commands import (
     SHEET,
     audited_run,
@@ -20,7 +21,6 @@ from elical.audit.commands import (
     read_sheet,
     score_audit,
 )
-from elical.audit.audit_report import NO_AUDIT, label_quality_blocks
 from elical.audit.sample import candidates, draw
 from elical.cli import app
 from elical.core.inputs import InputError

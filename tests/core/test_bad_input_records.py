@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_bad_input import one_error_line, snapshot
 from typer.testing import CliRunner
 from typing_extensions import Self
 
 from elical.cli import app
 from elical.records import Record, read_records, record_to_dict, write_jsonl, write_parquet
 from elical.world import default_lm_path
-from test_bad_input import one_error_line, snapshot
 
 WORLD_LM = str(default_lm_path())
 DEEP = "[" * 100_000 + "]" * 100_000

@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
+from test_bad_input import hb_row, one_error_line, snapshot, write_rows
 from typer.testing import CliRunner
 
 from elical.cli import app
 from elical.world import default_lm_path
-from test_bad_input import hb_row, one_error_line, snapshot, write_rows
 
 WORLD_LM = str(default_lm_path())
 

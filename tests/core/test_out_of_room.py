@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_bad_input import hb_row, write_rows
 
 from elical.core.inputs import out_of_room
-from test_bad_input import hb_row, write_rows
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from elical import metrics
+from elical.data.synthetic import synthetic_records
 from elical.evaluation.differences import (
     BEST_BASELINE,
     DIFFERENCE_COLUMNS,
@@ -20,7 +21,6 @@ from elical.model.predictions import Predictions
 from elical.records import Record
 from elical.run.method_differences import RUN_DIFFERENCE_COLUMNS, readings, run_differences, summary_table
 from elical.run.results import findings, results_table
-from elical.data.synthetic import synthetic_records
 
 
 def _questions(n: int, prefix: str) -> list[tuple[str, list[str]]]:

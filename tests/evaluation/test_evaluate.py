@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from elical import metrics
 from elical.cli import app
+from elical.data.synthetic import synthetic_records
 from elical.evaluation.evaluate import AVERAGE, COLUMNS, EvalConfig, evaluate
 from elical.model.predictions import Predictions, read_predictions, write_predictions
 from elical.records import write_jsonl
-from elical.data.synthetic import synthetic_records
 
 QA_FILES = {"nq": "nq_test", "pararel": "pararel_test", "popqa": "popqa_test", "squad": "squad_dev"}
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from elical.data.synthetic import synthetic_records
 from elical.evaluation.evaluate import EvalConfig, evaluate
 from elical.honesty.scoring import markdown_table as honesty_markdown
 from elical.metrics.base import metric_label
@@ -29,7 +30,6 @@ from elical.report.tables import metric_table, render_markdown
 from elical.report.writer import write_evaluation
 from elical.run.report import finding_line
 from elical.run.results import Finding
-from elical.data.synthetic import synthetic_records
 
 
 def _png(path):

@@ -21,8 +21,8 @@ from elical.honesty import (
     load_honesty_set,
 )
 from elical.honesty.config import VerbLevel
-from elical.honesty.scoring import EXPECT_KEY, answer_table, markdown_table, score_rows
 from elical.honesty.gating import confidences_for, gate_answers, gated_texts
+from elical.honesty.scoring import EXPECT_KEY, answer_table, markdown_table, score_rows
 from elical.records import Record, RecordError
 
 NUM_HIGH = "I'm about 75% confident to answer the question correctly, and based on my understanding and knowledge, here's what I think is correct."

@@ -10,8 +10,8 @@ import shutil
 import numpy as np
 import pytest
 
-from elical.model.gate import Gate, choose_gate, load_gate, parse_objective, save_gate
 from elical.core.inputs import InputError
+from elical.model.gate import Gate, choose_gate, load_gate, parse_objective, save_gate
 
 CONF, CORRECT = [0.1, 0.4, 0.6, 0.9], [0, 1, 0, 1]
 

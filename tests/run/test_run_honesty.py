@@ -10,9 +10,9 @@ import pytest
 
 from elical.records import Record
 from elical.run.config import load_run_config
-from elical.run.steps.honesty_step import gate_choice, split_pool
 from elical.run.report import HONESTY_SECTION, SECTIONS
 from elical.run.results import RESULT_COLUMNS
+from elical.run.steps.honesty_step import gate_choice, split_pool
 
 GEO_OVERLAY = importlib.resources.files("elical") / "presets" / "honesty" / "smollm2-geo.yaml"
 

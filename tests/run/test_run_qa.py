@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from elical.run.config import load_run_config
-from elical.run.subjects.qa import question_key
 from elical.run.subjects.by_name import build_subject
+from elical.run.subjects.qa import question_key
 
 TINY_TRAIN = {"budgets": [4, "all"], "seeds": [0], "stage2_passes": 8, "min_epochs": 1, "max_epochs": 2,
               "settings": {"epochs_stage1": 1, "batch_size": 4, "max_length": 64, "tokens_per_batch": 512,

@@ -4,12 +4,12 @@ a change is refused by step and setting, --overwrite redoes exactly the changed 
 from __future__ import annotations
 
 import pytest
+from test_fingerprint import snapshot
 
 from elical.core.fingerprint import SettingsMismatch
 from elical.run.config import load_run_config
 from elical.run.steps.sequence import check_run_folder
 from elical.run.subjects.by_name import build_subject
-from test_fingerprint import snapshot
 
 SMALL = {"questions": {"max_train": 30, "max_eval_per_dataset": 3}, "annotate": {"k": 4},
          "train": {"methods": ["eli-only", "cal-only", "elical"], "budgets": [10, "all"], "seeds": [0]},

@@ -22,8 +22,8 @@ httpx = pytest.importorskip("httpx")
 
 from elical.honesty.config import REFUSAL
 from elical.serve import ServeConfig, build_app
-from elical.serve.micro_batch import MicroBatcher
 from elical.serve.generation import with_passages
+from elical.serve.micro_batch import MicroBatcher
 
 KNOWN, UNKNOWN = "capital France Paris", "fox dog lazy"  # high and low confidence after training
 CORPUS = [{"id": "p1", "text": "Paris is the capital of France."},

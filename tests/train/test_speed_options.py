@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_train import config
 
 from elical.core.settings_contract import Output, mark
 from elical.train.config import TrainConfig
-from test_train import config
 
 
 def test_speed_settings_round_trip_and_never_block_a_resume(tmp_path):
@@ -137,9 +137,10 @@ def tiny_lm(request, tiny_llama, tiny_qwen2):
 
 
 def test_fast_decode_gives_generates_greedy_answers(tiny_lm, tiny_tokenizer):
+    from test_backends import PROMPTS
+
     from elical.annotate.backends.base import GenerationSettings
     from elical.annotate.backends.hf import HFBackend
-    from test_backends import PROMPTS
 
     plain = HFBackend(tiny_lm, tiny_tokenizer, batch_size=16)
     fast = HFBackend(tiny_lm, tiny_tokenizer, batch_size=16, fast_decode=True)
@@ -154,9 +155,10 @@ def test_fast_decode_gives_generates_greedy_answers(tiny_lm, tiny_tokenizer):
 
 
 def test_fast_decode_samples_carry_their_raw_logprobs_and_reuse_buffers(tiny_llama, tiny_tokenizer):
+    from test_backends import PROMPTS, forward_logprobs
+
     from elical.annotate.backends.base import GenerationSettings
     from elical.annotate.backends.hf import HFBackend
-    from test_backends import PROMPTS, forward_logprobs
 
     fast = HFBackend(tiny_llama, tiny_tokenizer, batch_size=6, fast_decode=True)
     settings = GenerationSettings(do_sample=True, n=3, max_new_tokens=6, seed=5)
@@ -183,10 +185,11 @@ def test_sampler_draws_from_the_top_k_top_p_distribution():
 
 
 def test_fast_decode_refuses_what_it_would_decode_differently(tiny_llama, tiny_tokenizer):
+    from test_backends import PROMPTS
+
     from elical.annotate.backends.base import GenerationSettings
     from elical.annotate.backends.hf import HFBackend
     from elical.annotate.backends.hf_decode import check_supported
-    from test_backends import PROMPTS
 
     fast = HFBackend(tiny_llama, tiny_tokenizer, fast_decode=True)
     with pytest.raises(ValueError, match="no repetition penalty"):
@@ -246,10 +249,11 @@ def test_prefix_attention_equals_sdpa_over_the_repeated_prompt_and_heads():
 
 
 def test_fast_decode_attends_through_prefix_attention(tiny_llama, tiny_tokenizer, monkeypatch):
+    from test_backends import PROMPTS
+
     from elical.annotate.backends import hf_decode
     from elical.annotate.backends.base import GenerationSettings
     from elical.annotate.backends.hf import HFBackend
-    from test_backends import PROMPTS
 
     calls = []
     original = hf_decode.prefix_attention

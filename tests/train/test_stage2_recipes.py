@@ -9,11 +9,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from scipy.stats import spearmanr
+from test_train import config
 
 from elical.records import read_records
 from elical.train.config import TrainConfig
 from elical.train.recalibrate import fit_platt, fold_into_head
-from test_train import config
 
 
 def _stage1_and(recipe: str, model_dir, records_file, out, **overrides) -> tuple[dict, dict, dict]:

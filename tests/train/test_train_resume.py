@@ -9,10 +9,10 @@ import pickle
 
 import pytest
 import torch
+from test_train import config
 
 from elical.core.fingerprint import SettingsMismatch
 from elical.train.config import TrainConfig
-from test_train import config
 
 
 def snapshot(folder) -> dict[str, int]:
@@ -67,10 +67,11 @@ def test_other_mode_in_the_same_folder_is_refused(model_dir, records_file, tmp_p
 def test_every_setting_decides_a_stage_unless_marked_never(model_dir, records_file):
     """Each TrainConfig field, changed, changes the stages' recorded settings, unless its mark says it never
     decides outputs (Output.NEVER: then it never blocks a resume); the marks alone decide which."""
-    from elical.records import read_records
-    from elical.core.settings_contract import Output, mark
-    from elical.train.trainer import plan_run, plan_stages
     from test_settings_contract import another_value
+
+    from elical.core.settings_contract import Output, mark
+    from elical.records import read_records
+    from elical.train.trainer import plan_run, plan_stages
 
     records = read_records([records_file])
 

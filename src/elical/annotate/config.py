@@ -10,15 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from elical.annotate.backends.base import PAPER_SAMPLING, GenerationSettings
 from elical.annotate.backends.vllm import VLLMSettings
 from elical.annotate.consistency import ANSWER_THRESHOLD
+from elical.annotate.judge_registry import DEFAULT_JUDGE
 from elical.annotate.prompts import PromptConfig
 from elical.core.choices import BackendName, ConsistencyJudgeKind, CorrectnessJudgeKind, Engine
-from elical.data.items import parse_shard
 from elical.core.inputs import Device, Distinct, Range, Seed
-from elical.annotate.judge_registry import DEFAULT_JUDGE
-from elical.records.record import verbal_kind
 from elical.core.redact import MASK, redact
 from elical.core.settings_contract import Output, output_settings
 from elical.core.yaml_config import YamlConfig
+from elical.data.items import parse_shard
+from elical.records.record import verbal_kind
 
 # Settings of how, not what, is annotated are marked Output.NEVER (a rerun may change them and resume): where the
 # model runs (device, server address and key), speed (batch_size, shared_prefix, concurrency), shard files

@@ -22,8 +22,8 @@ import pandas as pd
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_factory import judge_maker
 from elical.annotate.judge_models import AnswerJudge, cosine_pairs
-from elical.annotate.judges import Judge, JudgeQuery, Task
 from elical.annotate.judge_registry import BOTH, checked_judges
+from elical.annotate.judges import Judge, JudgeQuery, Task
 from elical.records import iter_json_objects
 
 ALL = "all"

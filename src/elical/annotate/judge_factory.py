@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_front import OfflineFront
+from elical.annotate.judge_registry import judge_names
 from elical.annotate.judges import (
     CachedJudge,
     CascadeJudge,
@@ -20,7 +21,6 @@ from elical.annotate.judges import (
     MatchJudge,
     MentionJudge,
 )
-from elical.annotate.judge_registry import judge_names
 
 if TYPE_CHECKING:
     from elical.annotate.judge_models import AnswerJudge

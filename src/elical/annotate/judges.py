@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from elical.annotate.assertion import asserts_gold, compare_assertions
 from elical.annotate.consistency import FUNCTION_WORDS, Comparison, compare_answers
+from elical.annotate.judge_registry import JUDGES, Task
 from elical.annotate.text import (
     Token,
     alias_tokens,
@@ -32,7 +33,6 @@ from elical.annotate.text import (
     tokenize,
 )
 from elical.data.items import CHOICE_LETTERS
-from elical.annotate.judge_registry import JUDGES, Task
 
 if TYPE_CHECKING:
     from elical.annotate.judge_models import AnswerJudge

@@ -45,10 +45,10 @@ from elical.annotate.progress import annotate_progress
 from elical.annotate.prompts import qa_prompt, verbal_prompt
 from elical.annotate.stages import Behind, InTurn, StageClock, batch_plan
 from elical.annotate.verbal import load_verbal_examples
-from elical.data.items import QAItem, parse_shard, select_shard
 from elical.core.fingerprint import check_or_write_settings, path_version
 from elical.core.folder_lock import folder_lock
 from elical.core.inputs import InputError
+from elical.data.items import QAItem, parse_shard, select_shard
 from elical.records import Record, atomic_write, read_parquet, write_parquet
 
 

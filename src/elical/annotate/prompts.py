@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import string
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from elical.annotate.backends.base import Message
-from elical.data.items import CHOICE_LETTERS, QAItem
 from elical.core.wordings import (
     JUDGE_CONSISTENCY_TEMPLATE,
     JUDGE_CORRECTNESS_TEMPLATE,
@@ -21,6 +19,7 @@ from elical.core.wordings import (
     SYSTEM_PROMPT,
     VERBAL_TEMPLATE,
 )
+from elical.data.items import CHOICE_LETTERS, QAItem
 
 
 class PromptConfig(BaseModel):

@@ -142,8 +142,8 @@ def _plan(items: Sequence[QAItem], count: int, out: Path) -> dict[str, list[QAIt
     a shard with no questions has its file too)."""
     import json
 
-    from elical.data.items import select_shard
     from elical.core.io import atomic_write
+    from elical.data.items import select_shard
 
     (out / "shards").mkdir(parents=True, exist_ok=True)
     shards = {}

@@ -19,9 +19,9 @@ def annotate_sources(
     and run (or resume) the annotation, here or on Ray workers (``config.engine``); ``overwrite`` discards
     the folder's earlier annotation (which a change of settings otherwise refuses)."""
     from elical.annotate.pipeline import annotate, annotation_fingerprint, step_outputs
-    from elical.data import load_many
     from elical.core.fingerprint import check_or_write_settings
     from elical.core.folder_lock import folder_lock
+    from elical.data import load_many
     from elical.model.loading import model_version, resolve_model
 
     out = Path(out_dir)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from elical.annotate.judge_registry import ConsistencyJudgeKind, CorrectnessJudgeKind  # built from the judge registry
+from elical.annotate.judge_registry import (  # built from the judge registry
+           ConsistencyJudgeKind,
+           CorrectnessJudgeKind,
+)
 
 __all__ = ["BackendName", "BinStrategy", "ConsistencyJudgeKind", "Convention", "CorrectnessJudgeKind", "Engine", "LabelStrategy",
            "Method", "Mode", "Stage2Recipe", "SubjectName"]

@@ -10,9 +10,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from elical.core.inputs import InputError, read_text, text_lines
+from elical.core.strict_json import JsonError, loads
 from elical.data.items import CHOICE_LETTERS, QAItem
 from elical.data.registry import ConversionError, lookup
-from elical.core.inputs import InputError, read_text, text_lines
 from elical.records import (
     KNOWN_SPLITS,
     RecordError,
@@ -20,7 +21,6 @@ from elical.records import (
     dedupe_ids,
     iter_json_objects,
 )
-from elical.core.strict_json import JsonError, loads
 
 
 class _OfDataset(Protocol):

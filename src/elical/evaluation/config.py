@@ -9,8 +9,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from elical.core.choices import BinStrategy, Convention
-from elical.data.registry import GROUP_ORDER, REGISTRY, dataset_group
 from elical.core.inputs import Range, Seed
+from elical.data.registry import GROUP_ORDER, REGISTRY, dataset_group
 
 __all__ = ["DATASET_GROUPS", "GROUP_ORDER", "MAX_ALIGNMENT_REPEATS", "MAX_ECE_BINS", "MAX_RESAMPLES", "EvalConfig"]
 

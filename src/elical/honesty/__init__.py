@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     )
     from elical.honesty.compare import run_honesty_comparison, run_honesty_plan
     from elical.honesty.config import METHODS, REFUSAL, HonestyConfig, HonestyPlan, TuneConfig
-    from elical.honesty.scoring import evaluate_adapter, load_honesty_dir, load_honesty_set
     from elical.honesty.gating import Gate, choose_tau
     from elical.honesty.refusal import detect_refusals, is_refusal
+    from elical.honesty.scoring import evaluate_adapter, load_honesty_dir, load_honesty_set
     from elical.honesty.tune import TuneResult, tune
 
 _LAZY = {  # name -> the submodule that defines it, imported on first use (PEP 562)

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from elical.core.choices import Method
 from elical.core.inputs import Device, Distinct, Range, Seed
-from elical.core.wordings import QA_TEMPLATE, SYSTEM_PROMPT
 from elical.core.settings_contract import Output
+from elical.core.wordings import QA_TEMPLATE, SYSTEM_PROMPT
 from elical.core.yaml_config import YamlConfig
 
 METHODS: tuple[Method, ...] = ("sft", "absolute", "confidence-num", "confidence-verb", "multisample")

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from elical.model.gate import Gate, Values, choose_gate
 from elical.honesty.config import GateObjective
+from elical.model.gate import Gate, Values, choose_gate
 
 __all__ = ["Gate", "choose_tau", "confidences_for", "gate_answers", "gated_texts"]
 

@@ -201,8 +201,8 @@ SCORE_NOTE = ("Values x100. honesty = (1 - over-conservativeness + prudence) / 2
 def write_scores(table: pd.DataFrame, out_dir: str | os.PathLike, name: str = "honesty", meta: dict[str, Any] | None = None) -> None:
     """``{name}.csv``, ``{name}.md`` and ``{name}.html`` (rounded, with what the scores mean) and ``{name}.json``
     (with the producing config and versions)."""
-    from elical.core.provenance import provenance
     from elical.core.io import atomic_write
+    from elical.core.provenance import provenance
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from elical.core.inputs import InputError, text_lines
+from elical.core.strict_json import describe, loads
 from elical.model.key import ModelKey
 from elical.records import RecordError, atomic_write, iter_json_objects, read_parquet_table
-from elical.core.strict_json import describe, loads
 
 
 @dataclass

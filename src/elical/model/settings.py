@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from elical.core.inputs import Range
-from elical.core.wordings import QA_TEMPLATE, SYSTEM_PROMPT  # the paper's QA prompt
 from elical.core.settings_contract import Output
+from elical.core.wordings import QA_TEMPLATE, SYSTEM_PROMPT  # the paper's QA prompt
 
 HeadKind = Literal["linear", "mlp"]
 

@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+from elical.core.strict_json import describe
 from elical.records.record import (
     ELICAL_FIELDS,
     HB_FIELDS,
@@ -15,7 +16,6 @@ from elical.records.record import (
     is_logprob,
     verbal_kind,
 )
-from elical.core.strict_json import describe
 
 JsonlFormat = Literal["elical", "honestybench"]
 

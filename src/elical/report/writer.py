@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from elical.core.io import atomic_write
+from elical.core.provenance import provenance
 from elical.evaluation.differences import default_comparisons, paired_differences, reading
 from elical.evaluation.evaluate import AVERAGE, Evaluation
 from elical.metrics.base import metric_label
-from elical.core.provenance import provenance
-from elical.core.io import atomic_write
 from elical.report import figures
 from elical.report.document import Bullets, Document, Figure, Heading, Paragraph, write_document
 from elical.report.tables import metric_blocks

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from elical.retrieval.augment import augmented_prompt, record_item
     from elical.retrieval.config import RetrievalSettings
     from elical.retrieval.corpora import geo_passages, packaged_world, subject_passages, world_passages
+    from elical.retrieval.index import Retriever
     from elical.retrieval.outcome import (
         RetrievalOutcome,
         gated_curve,
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
         retrievals_needed,
         risk_coverage_table,
     )
-    from elical.retrieval.index import Retriever
     from elical.retrieval.passages import Passage, read_passages, write_passages
 
 _LAZY = {  # name -> the submodule that defines it, imported on first use (PEP 562)

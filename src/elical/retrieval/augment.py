@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from elical.annotate.backends.base import Message
 from elical.annotate.prompts import PromptConfig, qa_prompt
-from elical.data.items import QAItem
 from elical.core.wordings import RETRIEVAL_TEMPLATE
+from elical.data.items import QAItem
 from elical.records import Record
 from elical.retrieval.passages import Passage
 

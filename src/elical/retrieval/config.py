@@ -7,10 +7,10 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from elical.annotate.backends.base import GenerationSettings
+from elical.annotate.judge_registry import DEFAULT_JUDGE
 from elical.annotate.prompts import PromptConfig
 from elical.core.choices import CorrectnessJudgeKind, SubjectName
 from elical.core.inputs import Device, Range
-from elical.annotate.judge_registry import DEFAULT_JUDGE
 from elical.core.settings_contract import Output
 
 

@@ -27,14 +27,14 @@ from pydantic import (
 
 from elical.annotate.config import AnnotateConfig
 from elical.core.choices import LabelStrategy, Stage2Recipe, SubjectName
+from elical.core.inputs import Distinct, InputError, Range, Seed, one_line
+from elical.core.yaml_config import YamlConfig, line_finder, read_yaml_mapping
 from elical.evaluation.config import EvalConfig
 from elical.honesty.config import HonestyPlan
-from elical.core.inputs import Distinct, InputError, Range, Seed, one_line
 from elical.model.key import STAGE2_RECIPES, ModelKey
 from elical.retrieval.config import RetrievalSettings
 from elical.train.config import Mode, TrainSettings, stage2_epochs
 from elical.world.config import WorldConfig
-from elical.core.yaml_config import YamlConfig, line_finder, read_yaml_mapping
 
 NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 

@@ -90,8 +90,8 @@ def train_settings(cfg: RunConfig, key: ModelKey, annotate: str) -> dict[str, An
 
 def honesty_settings(cfg: RunConfig, annotate: str, gate_model: str) -> dict[str, Any]:
     """What decides the honesty comparison; ``gate_model`` is the digest of the gating model's step."""
-    from elical.run.steps.honesty_step import gate_choice, honesty_plan
     from elical.core.settings_contract import output_settings
+    from elical.run.steps.honesty_step import gate_choice, honesty_plan
 
     plan = output_settings(honesty_plan(cfg))  # not the generation batch size or the tuning device
     return {"honesty": plan, "gate": list(gate_choice(cfg)), "input": {"annotate": annotate, "gate": gate_model}}

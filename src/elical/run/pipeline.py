@@ -40,10 +40,10 @@ from pathlib import Path
 from elical.core.inputs import InputError
 from elical.run.config import RunConfig, planned_models  # noqa: F401 - planned_models: importable here too
 from elical.run.folder import RunFolder
-from elical.run.subjects.subject import Subject
-from elical.run.subjects.by_name import build_subject
-from elical.run.timings import StepClock
 from elical.run.steps.training_step import check_budgets
+from elical.run.subjects.by_name import build_subject
+from elical.run.subjects.subject import Subject
+from elical.run.timings import StepClock
 
 
 @dataclass

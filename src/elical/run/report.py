@@ -29,9 +29,10 @@ from elical.report.document import Block, Bullets, Document, Figure, Heading, Pa
 from elical.report.tables import metric_blocks, render_markdown
 from elical.report.writer import write_csv
 from elical.run.config import RunConfig
-from elical.run.method_differences import readings, run_differences, summary_table
 from elical.run.folder import RunFolder
-from elical.run.steps.honesty_step import HonestyOutcome, display_tables, honesty_results
+from elical.run.label_strategies import StrategyComparison, strategy_blocks
+from elical.run.method_differences import readings, run_differences, summary_table
+from elical.run.paper_targets import paper_targets
 from elical.run.results import (
     Finding,
     consistency_by_exposure,
@@ -41,11 +42,10 @@ from elical.run.results import (
     seed_summary,
     transfer_matrix,
 )
-from elical.run.label_strategies import StrategyComparison, strategy_blocks
 from elical.run.stage2_selection import Selection, selection_blocks
+from elical.run.steps.honesty_step import HonestyOutcome, display_tables, honesty_results
 from elical.run.steps.retrieval_step import RetrievalReport, RetrievalRun, retrieval_report
 from elical.run.subjects.by_name import Subject
-from elical.run.paper_targets import paper_targets
 
 HONESTY_SECTION = "Honesty (Alignment for Honesty vs EliCal gate)"
 RETRIEVAL_SECTIONS = ("Adaptive retrieval", "Abstention")  # with a retrieval: section, before the honesty one

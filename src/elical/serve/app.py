@@ -34,10 +34,10 @@ from starlette.types import Message as AsgiMessage
 
 from elical.annotate.backends.base import Generation, Message, token_usage
 from elical.annotate.backends.openai import ServerError
-from elical.model.gate import Gate
 from elical.honesty.config import REFUSAL
-from elical.serve.micro_batch import Cost, MicroBatcher, Scorer
+from elical.model.gate import Gate
 from elical.serve.generation import Answerer, with_passages
+from elical.serve.micro_batch import Cost, MicroBatcher, Scorer
 
 log = logging.getLogger("elical.serve")
 Retrieve = Callable[[str], list[str]]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
-from elical.model.gate import Gate, load_gate
 from elical.core.inputs import InputError
+from elical.model.gate import Gate, load_gate
 from elical.serve.app import Retrieve, ServeOptions, create_app
 from elical.serve.generation import Answerer
 
@@ -138,8 +138,8 @@ def load_retriever(corpus: Path, k: int) -> Retrieve:
 def build_app(config: ServeConfig) -> FastAPI:
     """Check the key and the limits, load the model, the gate, the answerer and the retriever, and wire
     them into the app."""
-    from elical.model.network import ConfidenceModel
     from elical.model.model_folder import MODEL_CONFIG_NAME, find_model_folder
+    from elical.model.network import ConfidenceModel
 
     api_key = read_api_key(config.api_key_env) if config.api_key_env else None
     if config.upstream and not config.upstream_model:

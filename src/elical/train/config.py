@@ -10,9 +10,9 @@ from typing_extensions import Self
 
 from elical.core.choices import Mode, Stage2Recipe
 from elical.core.inputs import Range, Seed
-from elical.model.settings import ModelConfig, ModelFields, PromptFields
 from elical.core.settings_contract import Output
 from elical.core.yaml_config import YamlConfig
+from elical.model.settings import ModelConfig, ModelFields, PromptFields
 
 # Settings that change how fast a model trains or where it is written, not the model, are marked Output.NEVER
 # (elical.core.settings_contract): changing them never blocks a resume. Packing, micro-batches, compilation and the

@@ -6,10 +6,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from elical.model.gate import Gate, choose_gate, parse_objective, save_gate
 from elical.core.inputs import InputError
-from elical.model.network import ConfidenceModel, qa_prompt
+from elical.model.gate import Gate, choose_gate, parse_objective, save_gate
 from elical.model.key import ModelKey
+from elical.model.network import ConfidenceModel, qa_prompt
 from elical.records import Record, read_records
 from elical.train.inference import (  # noqa: F401  (last_token_outputs, predict_logits, sigmoid: importable here too)
     last_token_outputs,

@@ -173,8 +173,8 @@ def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequenc
 
     Left out: fields marked Output.NEVER (speed and bookkeeping), the mode (a stage is the same in eli-only
     and elical; the run's record holds it) and the other Output.PER_STAGE fields in the form given here."""
-    from elical.model.loading import model_version
     from elical.core.settings_contract import Output, output_settings
+    from elical.model.loading import model_version
 
     leave_out = {Output.PER_STAGE, *([Output.LORA] if cfg.mode == "head-only" else []),
                  *([Output.CALIBRATION] if key != "cal" else [])}
@@ -267,7 +267,13 @@ def check_folder(out: Path, cfg: TrainConfig, specs: Sequence[StageSpec], overwr
     final model are deleted instead (by the process with ``clear``), while stages whose settings
     match are kept, as they would come out the same. Returns what is retrained. Records nothing (see
     :func:`record_folder`)."""
-    from elical.core.fingerprint import INPUT, SettingsMismatch, clear_outputs, compare_settings, recorded_settings
+    from elical.core.fingerprint import (
+        INPUT,
+        SettingsMismatch,
+        clear_outputs,
+        compare_settings,
+        recorded_settings,
+    )
 
     own = _own_specs(specs, start)
     problems: dict[str, Any] = {}

@@ -29,8 +29,8 @@ from elical.annotate.backends.base import (
     token_usage,
 )
 from elical.annotate.backends.server_pool import Server, ServerPool
-from elical.records import is_logprob
 from elical.core.redact import redact
+from elical.records import is_logprob
 
 
 class ServerError(RuntimeError):
