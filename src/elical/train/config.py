@@ -76,7 +76,7 @@ class TrainSettings(YamlConfig, ModelFields):
         0.1, description=(
             "l2sp: alpha of the penalty (alpha / 2) * sum ||w - w_stage1||^2 added to stage 2's loss (a mean over "
             "the batch's questions); 0: the full update exactly, larger: closer to stage 1 (on the world, 0.01 is near "
-            "full and 1 near stage 1; README)"))
+            "full and 1 near stage 1; docs/measurements.md)"))
     val_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.1
     # optimisation
     loss: Literal["mse", "bce"] = "mse"
