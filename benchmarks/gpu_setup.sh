@@ -58,6 +58,15 @@ model.save_pretrained(f"{folder}/smollm2-hf")
 AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True).save_pretrained(f"{folder}/smollm2-hf")
 PY
 fi
+# stage1_copy BASE RUN: a new run folder RUN that keeps BASE's records and Eli-Only models (their scores and settings
+# too), so another run there trains its EliCal models from the same stage 1 (stage2_recipes_gpu.sh, label_selection_gpu.sh)
+stage1_copy() {
+  [ -d "$2" ] && return 0
+  mkdir -p "$2" && cp -r "$1/records" "$1/annotate" "$2/" 2>/dev/null
+  mkdir -p "$2/models" "$2/scores" "$2/settings"
+  cp -r "$1"/models/eli-only-* "$2/models/" && cp "$1"/scores/eli-only-* "$2/scores/"
+  cp "$1"/settings/annotate.json "$1"/settings/train-eli-only-* "$2/settings/"
+}
 # The presets read ../shared/data beside the checkout: a work folder where ../shared/data is the carried data.
 mkdir -p "$ASSETS/cwd/work" "$ASSETS/cwd/shared" && ln -sfn "$ASSETS/data" "$ASSETS/cwd/shared/data"
 GPU_READY=1

@@ -39,12 +39,7 @@ for strategy in $STRATEGIES; do
   left=$(( end - $(date +%s) ))
   [ "$left" -lt 60 ] && { echo "time left $left s: rerun to continue with $strategy"; exit 0; }
   run=/tmp/runs/selection-$strategy
-  if [ ! -d "$run" ]; then  # the base run without its EliCal models
-    mkdir -p "$run" && cp -r "$base/records" "$base/annotate" "$run/" 2>/dev/null
-    mkdir -p "$run/models" "$run/scores" "$run/settings"
-    cp -r "$base"/models/eli-only-* "$run/models/" && cp "$base"/scores/eli-only-* "$run/scores/"
-    cp "$base"/settings/annotate.json "$base"/settings/train-eli-only-* "$run/settings/"
-  fi
+  stage1_copy "$base" "$run"  # the base run without its EliCal models
   cat > "$ASSETS/selection-$strategy.yaml" <<YAML
 name: smollm2-qa-full-relabelled6-selection-$strategy
 qa: {pool: [], eval: [], records: $records}

@@ -37,12 +37,7 @@ for recipe in $RECIPES; do
   left=$(( end - $(date +%s) ))
   [ "$left" -lt 60 ] && { echo "time left $left s: rerun to continue with $recipe"; exit 0; }
   run=/tmp/runs/recipe-$recipe
-  if [ ! -d "$run" ]; then  # the base run without its Cal-Only and EliCal models
-    mkdir -p "$run" && cp -r "$base/records" "$base/annotate" "$run/" 2>/dev/null
-    mkdir -p "$run/models" "$run/scores" "$run/settings"
-    cp -r "$base"/models/eli-only-* "$run/models/" && cp "$base"/scores/eli-only-* "$run/scores/"
-    cp "$base"/settings/annotate.json "$base"/settings/train-eli-only-* "$run/settings/"
-  fi
+  stage1_copy "$base" "$run"  # the base run without its Cal-Only and EliCal models
   cat > "$ASSETS/recipe-$recipe.yaml" <<YAML
 name: smollm2-qa-full-relabelled5-$recipe
 qa: {pool: [], eval: [], records: $records}
