@@ -522,6 +522,17 @@ def arguments() -> argparse.Namespace:
     return args
 
 
+def alternating(args: argparse.Namespace, name: str, bench, header: str) -> None:
+    """Run one of the alternating-rounds modes (--whole, --judges-only) between the machine and the load average
+    before and after; --json also writes its rows under ``name``."""
+    print(machine())
+    print(f"load average before: {os.getloadavg()[0]:.2f} | {header}", flush=True)
+    rows = bench(args)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine(), name: rows}, indent=2))
+
+
 def main() -> None:
     args = arguments()
     if args.world_step is not None:
@@ -531,22 +542,12 @@ def main() -> None:
         judge_step(args)
         return
     if args.judges_only:
-        print(machine())
-        print(f"load average before: {os.getloadavg()[0]:.2f} | records {', '.join(map(str, args.judge_records))} | "
-              f"subset {args.judge_subset} | before {args.before_src or '-'} | after {ROOT / 'src'}", flush=True)
-        rows = bench_judges(args)
-        print(f"load average after: {os.getloadavg()[0]:.2f}")
-        if args.json:
-            args.json.write_text(json.dumps({"machine": machine(), "judges": rows}, indent=2))
+        alternating(args, "judges", bench_judges, f"records {', '.join(map(str, args.judge_records))} | subset "
+                    f"{args.judge_subset} | before {args.before_src or '-'} | after {ROOT / 'src'}")
         return
     if args.whole:
-        print(machine())
-        print(f"load average before: {os.getloadavg()[0]:.2f} | subject {args.subject} | judge processes of the pipelined "
-              f"runs: {args.judge_workers}", flush=True)
-        rows = bench_whole(args)
-        print(f"load average after: {os.getloadavg()[0]:.2f}")
-        if args.json:
-            args.json.write_text(json.dumps({"machine": machine(), "whole": rows}, indent=2))
+        alternating(args, "whole", bench_whole, f"subject {args.subject} | judge processes of the pipelined runs: "
+                    f"{args.judge_workers}")
         return
     full = args.size == "full"
     device = "cuda" if torch.cuda.is_available() else "cpu"
