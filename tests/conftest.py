@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import re
 from pathlib import Path
 
@@ -85,6 +86,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if not item.get_closest_marker("slow"):
             item.add_marker("e2e" if is_e2e(item, cache) else "unit")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def gguf_cache(tmp_path_factory):
+    """Models converted from .gguf files (elical.model.gguf_cache) go to a folder of the session, not to the
+    home folder of whoever runs the tests (unless ELICAL_CACHE_DIR says where)."""
+    patch = pytest.MonkeyPatch()
+    if "ELICAL_CACHE_DIR" not in os.environ:
+        patch.setenv("ELICAL_CACHE_DIR", str(tmp_path_factory.mktemp("elical-cache")))
+    yield
+    patch.undo()
 
 
 @pytest.fixture(scope="session")

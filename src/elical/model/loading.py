@@ -155,20 +155,27 @@ def load_model(spec: str, task: Task = "causal-lm", dtype: str = "auto", device:
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
+    from elical.model.gguf_cache import gguf_folder
+
     source = resolve_model(spec)
     device = pick_device(device)
+    path = source.path
     files: dict[str, Any] = {"local_files_only": True}
-    if source.gguf_file:
-        files["gguf_file"] = source.gguf_file
+    if source.gguf_file:  # converted once into a folder (elical.model.gguf_cache), else read from the file
+        converted = gguf_folder(source.path, source.gguf_file)
+        if converted is not None:
+            path = str(converted)
+        else:
+            files["gguf_file"] = source.gguf_file
     kwargs: dict[str, Any] = {**files, "dtype": resolve_dtype(dtype, device)}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
-    tokenizer = AutoTokenizer.from_pretrained(source.path, **files)
+    tokenizer = AutoTokenizer.from_pretrained(path, **files)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model: Any
     if task == "causal-lm":
-        model = AutoModelForCausalLM.from_pretrained(source.path, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     else:
         # A causal LM checkpoint has no `score` layer, so transformers warns that it is "MISSING"; the
         # confidence head replaces that layer anyway, so the warning would only mislead.
@@ -176,7 +183,8 @@ def load_model(spec: str, task: Task = "causal-lm", dtype: str = "auto", device:
         hf_logging.set_verbosity_error()
         try:
             model = AutoModelForSequenceClassification.from_pretrained(
-                source.path, num_labels=1, pad_token_id=tokenizer.pad_token_id, **kwargs)
+                path, num_labels=1, pad_token_id=tokenizer.pad_token_id, **kwargs)
         finally:
             hf_logging.set_verbosity(verbosity)
+    model.config._name_or_path = tokenizer.name_or_path = source.path  # what records name, wherever it was read
     return model.to(device).eval(), tokenizer, source
