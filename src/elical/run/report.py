@@ -271,7 +271,7 @@ def transfer_blocks(numbers: RunNumbers) -> list[Block]:
     rows["best training-free"] = ["best training-free", *(f"{free[(best[c], c)]:.3f} {best[c]}" if c in best else "-"
                                                          for c in trained.columns)]
     bold["best training-free"] = [False] * len(columns)
-    selection = getattr(numbers, "stage2_selection", None)  # several stage-2 recipes trained: a row per candidate
+    selection = numbers.stage2_selection  # several stage-2 recipes trained: a row per candidate
     candidates = selection.transfer(numbers.pool_size) if selection is not None else None
     for (method, budget), values in trained.iterrows():
         label = method if (method, budget) == eli[0] else f"{method} ({int(budget)})"
