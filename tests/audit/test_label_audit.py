@@ -310,7 +310,7 @@ def _tiny_run(tmp_path: Path) -> Path:
 def test_label_audit_end_to_end_on_a_run_and_its_report(tmp_path):
     run = _tiny_run(tmp_path)
     md, page = (run / "report.md").read_text(), (run / "report.html").read_text()
-    assert "## Label quality" in md and NO_AUDIT in md and "<h2>Label quality</h2>" in page
+    assert "## Label quality" in md and NO_AUDIT in md and ">Label quality</h2>" in page
     assert "No label audit: the correctness and consistency labels of this run were not checked by hand." in page
 
     runner = CliRunner()
@@ -344,7 +344,7 @@ def test_label_audit_end_to_end_on_a_run_and_its_report(tmp_path):
     section = md[md.index("## Label quality"):md.index("## Notes")]
     assert NO_AUDIT not in section and "| all | " in section and "Correctness judge `match@5`" in section
     assert "| Consis-Sem | training-free |" in section
-    html_section = page[page.index("<h2>Label quality</h2>"):page.index("<h2>Notes</h2>")]
+    html_section = page[page.index(">Label quality</h2>"):page.index(">Notes</h2>")]
     assert html_section.count("<table>") == 3 and "<td>all</td>" in html_section
 
 

@@ -58,6 +58,19 @@ def test_document_is_markdown_with_links_and_html_with_embedded_figures(tmp_path
     assert embedded and base64.b64decode(embedded.group(1)) == png and 'src="figures/' not in page
 
 
+def test_the_page_lists_its_sections_and_each_heading_can_be_linked_to(tmp_path):
+    doc = Document("t", [Heading("Findings"), Paragraph("x"), Heading("Confidence vs labels"), Heading("Details", 3),
+                         Heading("Findings"), Heading("AUROC (x100)")])
+    page = to_html(doc, tmp_path)
+    ids = re.findall(r'<h[23] id="([^"]+)">', page)
+    assert ids == ["findings", "confidence-vs-labels", "details", "findings-2", "auroc-x100"]
+    nav = re.search(r'<nav class="contents">(.*?)</nav>', page).group(1)
+    assert re.findall(r'href="#([^"]+)"', nav) == ["findings", "confidence-vs-labels", "findings-2", "auroc-x100"]
+    assert "Details" not in nav  # level-3 headings are not sections
+    short = to_html(Document("t", [Heading("One"), Heading("Two")]), tmp_path)
+    assert "<nav" not in short and '<h2 id="two">Two</h2>' in short
+
+
 def test_a_missing_figure_stops_before_anything_is_written(tmp_path):
     doc = Document("t", [Figure("figures/none.png", "gone")])
     with pytest.raises(FileNotFoundError, match=r"none\.png: figure named in the report does not exist"):
@@ -129,4 +142,4 @@ def test_evaluate_writes_table_md_with_links_and_a_self_contained_table_html(tmp
     md, page = written.table_md.read_text(), written.table_html.read_text()
     assert md.startswith("# Evaluation\n") and "(figures/reliability_consis-sem.png)" in md
     assert page.count("data:image/png;base64,") == len(written.figures) >= 3 and 'src="figures/' not in page
-    assert "<h3>AUROC (x100, higher is better)</h3>" in page
+    assert ">AUROC (x100, higher is better)</h3>" in page

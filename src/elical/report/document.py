@@ -12,6 +12,8 @@ import base64
 import html
 import itertools
 import mimetypes
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +33,7 @@ STYLE = (
     "caption{text-align:left;font-weight:bold;padding:4px 0}"
     "figure{display:inline-block;vertical-align:top;max-width:100%;margin:0.6em 1em 0.6em 0}"
     "img{max-width:100%}figcaption{font-size:13px;color:#555;max-width:60em}"
-    "code{background:#f5f5f5;padding:0 3px}"
+    "code{background:#f5f5f5;padding:0 3px}nav.contents{font-size:14px;line-height:1.8;color:#777}"
 )
 
 
@@ -175,9 +177,31 @@ def data_uri(path: Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
-def _html_block(block: Block, folder: Path) -> str:
+def heading_ids(blocks: Sequence[Block]) -> dict[int, str]:
+    """An HTML id for each heading (by its index in ``blocks``): its words, lower case, joined by '-', and a
+    number after a repeated one, so a section can be linked to (the page's contents list does)."""
+    ids: dict[int, str] = {}
+    seen: dict[str, int] = {}
+    for i, block in enumerate(blocks):
+        if isinstance(block, Heading):
+            slug = "-".join(re.findall(r"[a-z0-9]+", block.text.lower())) or "section"
+            seen[slug] = seen.get(slug, 0) + 1
+            ids[i] = slug if seen[slug] == 1 else f"{slug}-{seen[slug]}"
+    return ids
+
+
+def _contents(blocks: Sequence[Block], ids: dict[int, str]) -> str:
+    """The page's sections (level-2 headings) as links, where there are several to jump between."""
+    sections = [(ids[i], block.text) for i, block in enumerate(blocks) if isinstance(block, Heading) and block.level == 2]
+    if len(sections) < 3:
+        return ""
+    links = " · ".join(f'<a href="#{anchor}">{html.escape(text)}</a>' for anchor, text in sections)
+    return f'<nav class="contents">{links}</nav>\n'
+
+
+def _html_block(block: Block, folder: Path, anchor: str | None = None) -> str:
     if isinstance(block, Heading):
-        return f"<h{block.level}>{html.escape(block.text)}</h{block.level}>"
+        return f'<h{block.level} id="{anchor}">{html.escape(block.text)}</h{block.level}>'
     if isinstance(block, Paragraph):
         return f"<p>{inline_html(block.text)}</p>"
     if isinstance(block, Bullets):
@@ -190,10 +214,11 @@ def _html_block(block: Block, folder: Path) -> str:
 
 def to_html(document: Document, folder: Path) -> str:
     """The document as one standalone HTML page; figures (relative to ``folder``) are embedded."""
-    body = "\n".join(_html_block(block, folder) for block in document.blocks)
+    ids = heading_ids(document.blocks)
+    body = "\n".join(_html_block(block, folder, ids.get(i)) for i, block in enumerate(document.blocks))
     title = html.escape(document.title)
     return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{title}</title><style>{STYLE}</style>"
-            f"</head><body>\n<h1>{title}</h1>\n{body}\n</body></html>\n")
+            f"</head><body>\n<h1>{title}</h1>\n{_contents(document.blocks, ids)}{body}\n</body></html>\n")
 
 
 def write_document(document: Document, folder: str | Path, stem: str = "report") -> tuple[Path, Path]:
