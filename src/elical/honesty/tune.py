@@ -203,10 +203,12 @@ def _save_tuned(peft_model: Any, examples: Sequence[SFTExample], config: Honesty
                 meta: dict[str, Any], losses: list[float]) -> Path:
     """Write the adapter (``out/adapter``, returned), the config, the examples and ``tune_meta.json``
     (provenance, method, base model, ``meta`` and the losses)."""
+    from elical.core.offline import hub_offline
     from elical.core.provenance import provenance
 
     adapter_dir = out / "adapter"
-    peft_model.save_pretrained(adapter_dir)
+    with hub_offline():  # peft would ask the Hub whether the base model's vocabulary was resized
+        peft_model.save_pretrained(adapter_dir)
     config.to_yaml(out / "honesty.yaml")
     write_examples(examples, out / "examples.jsonl")
     full = {**provenance(), "method": examples[0].method, "base_model": base_name, **meta, "first_loss": losses[0],

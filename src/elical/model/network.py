@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from elical.core.io import write_json
+from elical.core.offline import hub_offline
 from elical.model.model_folder import (
     ADAPTER_WEIGHTS_NAME,
     HEAD_WEIGHTS_NAME,
@@ -251,7 +252,8 @@ class ConfidenceModel(nn.Module):
             inner = None
             if state_dict is not None:
                 inner = {k.split("net.", 1)[1]: v for k, v in state_dict.items() if "net." in k}
-            self.net.save_pretrained(str(path), state_dict=inner)
+            with hub_offline():  # peft would ask the Hub whether the base model's vocabulary was resized
+                self.net.save_pretrained(str(path), state_dict=inner)
             head_state = adapter_head_state(path)
         else:
             head_state = self.classifier.score.state_dict()
