@@ -182,11 +182,16 @@ class TrainPlan(BaseModel):
                  and budget not in (None, "all"))
         return ModelKey(method, budget, seed, stage2, strategy if keyed else None)
 
+    def reported_key(self, method: str, budget: int | Literal["all"] | None, seed: int,
+                     stage2: str | None = None) -> ModelKey:
+        """The key of the model every report section but the strategy comparison shows at (method, budget, seed):
+        the first strategy's (:meth:`strategy_key`)."""
+        return self.strategy_key(method, budget, seed, self.strategies()[0], stage2)
+
     def reported(self, key: ModelKey) -> bool:
         """Whether ``key`` is among the models every report section but the strategy comparison shows: with
-        several strategies, those of the first (whose labels ``strategy_key`` gives), else all."""
-        return not self.several_strategies() or key == self.strategy_key(
-            key.method, key.budget, key.seed, self.strategies()[0], key.stage2)
+        several strategies, those of the first, else all."""
+        return not self.several_strategies() or key == self.reported_key(key.method, key.budget, key.seed, key.stage2)
 
     def selects_labels(self, key: ModelKey) -> bool:
         """Whether ``key``'s labels are the first of its strategy's order rather than today's random draw:

@@ -25,6 +25,7 @@ import pandas as pd
 from elical.evaluation.differences import Comparison, paired_differences
 from elical.evaluation.evaluate import AVERAGE, Evaluation
 from elical.model.key import METHOD_NAMES, ModelKey
+from elical.run.results import seed_summary
 
 if TYPE_CHECKING:
     from elical.evaluation.config import EvalConfig
@@ -86,8 +87,7 @@ def _rows(evaluation: Evaluation, plan: TrainPlan, pool_size: int) -> pd.DataFra
 def compare_strategies(evaluation: Evaluation, plan: TrainPlan, pool_size: int) -> StrategyComparison:
     """The comparison of ``plan``'s strategies from their :func:`strategy_evaluation`."""
     rows = _rows(evaluation, plan, pool_size)
-    summary = (rows.groupby(["method", "strategy", "budget", "split", "metric"], sort=False)["value"]
-               .agg(mean="mean", std="std", n="count").reset_index())
+    summary = seed_summary(rows, by=("strategy",))
     return StrategyComparison(plan.strategies(), summary, _table(evaluation, plan, rows, pool_size))
 
 

@@ -105,8 +105,8 @@ def reliability_figures(cfg: RunConfig, subject: Subject, evaluation: Evaluation
     keys = [ModelKey("eli-only", None, seed)]
     elical = {(k.budget, k.seed): k for k in evaluation.models.values() if k.method == "elical"}  # the chosen recipe's
     if budget is not None:
-        cal_only = cfg.train.strategy_key("cal-only", budget, seed, cfg.train.strategies()[0])  # the reported one
-        keys += [cal_only, elical.get((budget, seed), ModelKey("elical", budget, seed)),
+        keys += [cfg.train.reported_key("cal-only", budget, seed),
+                 elical.get((budget, seed), ModelKey("elical", budget, seed)),
                  elical.get(("all", seed), ModelKey("elical", "all", seed))]
     candidates = [("Consis-Sem", "Consis-Sem")] + [(k.name, k.display(pool_size)) for k in dict.fromkeys(keys)]
     drawn = []

@@ -49,9 +49,10 @@ def results_table(metrics_table: pd.DataFrame, pool_size: int, models: Mapping[s
     return out[RESULT_COLUMNS].reset_index(drop=True)
 
 
-def seed_summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean, standard deviation and count over seeds per (method, budget, split, metric)."""
-    grouped = results.groupby(["method", "budget", "split", "metric"], sort=False)["value"]
+def seed_summary(results: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Mean, standard deviation and count over seeds per (method, budget, split, metric), and per the columns
+    ``by`` too (after method; e.g. the label selection strategy)."""
+    grouped = results.groupby(["method", *by, "budget", "split", "metric"], sort=False)["value"]
     return grouped.agg(mean="mean", std="std", n="count").reset_index()
 
 

@@ -35,6 +35,7 @@ from elical.run.folder import RunFolder
 from elical.run.subjects.subject import Subject, annotate_config
 
 if TYPE_CHECKING:
+    from elical.evaluation.config import EvalConfig
     from elical.evaluation.evaluate import Evaluation
     from elical.model.predictions import Predictions
     from elical.run.label_strategies import StrategyComparison
@@ -343,6 +344,14 @@ def reported_records(cfg: RunConfig, records: Sequence[Record]) -> list[Record]:
 # ----------------------------------------------------------------------------------------------- evaluate
 
 
+def evaluation_inputs(ctx: RunContext, annotate: Annotate) -> tuple[list[Record], EvalConfig]:
+    """What the run's models are scored on and with: the reported evaluation records that did not fail, and the
+    evaluation settings with the subject's dataset groups (the run's own override them)."""
+    cfg = ctx.cfg
+    records = [r for r in reported_records(cfg, annotate.value.evaluation) if not r.failed]
+    return records, cfg.evaluate.model_copy(update={"groups": {**ctx.subject.groups, **cfg.evaluate.groups}})
+
+
 class Evaluate(RunStep["Evaluation"]):
     """Baselines from the records and the trained models' predictions, scored on the evaluation records
     (recomputed on every run, so a changed ``evaluate:`` setting simply takes effect). With a selection
@@ -359,9 +368,8 @@ class Evaluate(RunStep["Evaluation"]):
     def make(self) -> Evaluation:
         from elical.evaluation.evaluate import evaluate
 
-        cfg, subject = self.ctx.cfg, self.ctx.subject
-        eval_records = [r for r in reported_records(cfg, self.annotate.value.evaluation) if not r.failed]
-        ecfg = cfg.evaluate.model_copy(update={"groups": {**subject.groups, **cfg.evaluate.groups}})
+        cfg = self.ctx.cfg
+        eval_records, ecfg = evaluation_inputs(self.ctx, self.annotate)
         winner = self.select.value.winner if self.select is not None else None
         predictions = [t.predictions for k, t in self.train.value.items()
                        if k.stage2 in (None, winner) and cfg.train.reported(k)]
@@ -388,11 +396,9 @@ class CompareStrategies(RunStep["StrategyComparison"]):
     def make(self) -> StrategyComparison:
         from elical.run.label_strategies import compare_strategies, strategy_evaluation
 
-        cfg, subject = self.ctx.cfg, self.ctx.subject
-        eval_records = [r for r in reported_records(cfg, self.annotate.value.evaluation) if not r.failed]
-        ecfg = cfg.evaluate.model_copy(update={"groups": {**subject.groups, **cfg.evaluate.groups}})
+        eval_records, ecfg = evaluation_inputs(self.ctx, self.annotate)
         evaluation = strategy_evaluation(eval_records, {k: t.predictions for k, t in self.train.value.items()}, ecfg)
-        return compare_strategies(evaluation, cfg.train, len(self.annotate.value.pool))
+        return compare_strategies(evaluation, self.ctx.cfg.train, len(self.annotate.value.pool))
 
 
 # ----------------------------------------------------------------------------------------------- honesty, retrieval
@@ -409,8 +415,7 @@ class Gate:
 
     def _key(self) -> ModelKey:
         """The plan's EliCal model at the gate's budget and seed (of the first label selection strategy)."""
-        plan = self.train.ctx.cfg.train
-        return plan.strategy_key("elical", self.budget, self.seed, plan.strategies()[0])
+        return self.train.ctx.cfg.train.reported_key("elical", self.budget, self.seed)
 
     def settings(self) -> dict[str, Any]:
         """The settings of the step that decides the gate."""
