@@ -275,11 +275,13 @@ def test_a_selection_file_is_read_in_file_order_with_clear_errors(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"id": "a-1"}\n\n{"id": "zz-9"}\n')
     (tmp_path / "twice.jsonl").write_text('{"id": "a-1"}\n{"id": "a-1"}\n')
     (tmp_path / "junk.jsonl").write_text('{"id": "a-1"}\nnot json\n')
+    (tmp_path / "latin1.jsonl").write_bytes('{"id": "a-1"}\n{"id": "caf\u00e9"}\n'.encode("latin-1"))
     for file, budget, message in [
             (tmp_path / "nowhere.jsonl", 4, "no such file (elical select-labels writes one)"),
             (tmp_path / "bad.jsonl", 1, "bad.jsonl, line 3: question 'zz-9' is not in the training pool"),
             (tmp_path / "twice.jsonl", 1, "twice.jsonl, line 2: question 'a-1' is chosen twice (first on line 1)"),
             (tmp_path / "junk.jsonl", 1, "junk.jsonl, line 2: not a JSON object with a string \"id\""),
+            (tmp_path / "latin1.jsonl", 1, "latin1.jsonl:2: not UTF-8 text (byte 0xe9"),
             (path, 7, "--budget 7 exceeds the 6 questions chosen in")]:
         with pytest.raises(InputError) as err:
             read_selection(file, records, budget)

@@ -34,7 +34,8 @@ from typing import Any, get_args
 import numpy as np
 
 from elical.core.choices import LabelStrategy
-from elical.core.inputs import InputError
+from elical.core.inputs import InputError, text_lines
+from elical.core.strict_json import JsonError, loads
 from elical.records import Record
 from elical.train.budgets import budget_order, interleave
 
@@ -319,27 +320,26 @@ def read_selection(path: str | os.PathLike, records: Sequence[Record], budget: i
     ids: list[str] = []
     line_of: dict[str, int] = {}
     config: dict[str, Any] = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, 1):
-            if not text.strip():
-                continue
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError:
-                line = None
-            if not isinstance(line, dict) or not isinstance(line.get("id"), str):
-                raise InputError(f"{path}, line {number}: not a JSON object with a string \"id\" (a selection file has "
-                                 "one chosen question per line, as elical select-labels writes)")
-            rid = line["id"]
-            if rid not in pool:
-                raise InputError(f"{path}, line {number}: question {rid!r} is not in the training pool (was the "
-                                 "selection made for other records?)")
-            if rid in line_of:
-                raise InputError(f"{path}, line {number}: question {rid!r} is chosen twice (first on line "
-                                 f"{line_of[rid]})")
-            line_of[rid] = number
-            ids.append(rid)
-            config = config or (line.get("config") if isinstance(line.get("config"), dict) else {}) or {}
+    for number, text in text_lines(path):  # a binary or non-UTF-8 file: one line naming it
+        if not text.strip():
+            continue
+        try:
+            line = loads(text)
+        except JsonError:
+            line = None
+        if not isinstance(line, dict) or not isinstance(line.get("id"), str):
+            raise InputError(f"{path}, line {number}: not a JSON object with a string \"id\" (a selection file has "
+                             "one chosen question per line, as elical select-labels writes)")
+        rid = line["id"]
+        if rid not in pool:
+            raise InputError(f"{path}, line {number}: question {rid!r} is not in the training pool (was the "
+                             "selection made for other records?)")
+        if rid in line_of:
+            raise InputError(f"{path}, line {number}: question {rid!r} is chosen twice (first on line "
+                             f"{line_of[rid]})")
+        line_of[rid] = number
+        ids.append(rid)
+        config = config or (line.get("config") if isinstance(line.get("config"), dict) else {}) or {}
     if not ids:
         raise InputError(f"--selection {path}: the file chooses no question")
     if budget is not None and budget > len(ids):
