@@ -864,7 +864,7 @@ def compare_assertions(question: str, a: str, b: str) -> Comparison:
     decided = same_assertion(question, a, b)
     if decided is not None:
         return Comparison(decided)
-    slot_a, slot_b = (_slot_text(answer_slot(question, _answering_sentence(question, x) or "")) for x in (a, b))
+    slot_a, slot_b = (_slot_text(_slot_names(question, x)[0]) for x in (a, b))  # what same_assertion read
     return compare_answers(question, slot_a, slot_b) if slot_a and slot_b else Comparison(False)
 
 
