@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 from label_selection import plot_curves
-from stage2_recipes import group_mean, replicates
+from stage2_recipes import difference_cell, evaluated_records, group_mean, replicates
 
-from elical.metrics.bootstrap import percentile_interval
 from elical.model.predictions import read_predictions
 from elical.records import read_parquet
 
@@ -61,7 +60,7 @@ def main() -> None:
     parser.add_argument("--md", type=Path)
     parser.add_argument("--pool", type=Path, help="the pool's records: what each strategy chose, described")
     args = parser.parse_args()
-    records = [r for r in read_parquet(args.eval) if r.greedy_correct is not None and not r.failed]
+    records = evaluated_records(args.eval)
     runs = dict(item.split("=", 1) for item in args.run)
     # (strategy, budget) -> seed -> dataset -> AUROC replicates; Eli-Only (budget 0) from the random run
     models: dict[tuple[str, int], dict[str, dict[str, np.ndarray]]] = {}
@@ -78,9 +77,7 @@ def main() -> None:
         return np.mean([group_mean(v, group) for v in models[key].values()], axis=0)
 
     def diff(a: tuple[str, int], b: tuple[str, int], group: str) -> str:
-        d = mean(a, group) - mean(b, group)
-        low, high = percentile_interval(d[1:])
-        return f"{d[0]:+.3f} [{low:+.3f}, {high:+.3f}]"
+        return difference_cell(mean(a, group) - mean(b, group))
 
     judges = " / ".join(records[0].generation.get("judges", {}).values())
     seeds = sorted({s for v in models.values() for s in v})

@@ -42,6 +42,17 @@ def replicates(records, confidence: dict[str, float], resamples: int, seed: int)
     return out
 
 
+def evaluated_records(path: Path) -> list:
+    """The evaluated records that carry a correctness label (the ones every AUROC here is on)."""
+    return [r for r in read_parquet(path) if r.greedy_correct is not None and not r.failed]
+
+
+def difference_cell(d: np.ndarray) -> str:
+    """A paired difference (entry 0: on the full set; 1..: on each resample) as 'diff [low, high]'."""
+    low, high = percentile_interval(d[1:])
+    return f"{d[0]:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
 def group_mean(per_dataset: dict[str, np.ndarray], group: str) -> np.ndarray:
     return np.nanmean(np.vstack([per_dataset[d] for d in GROUPS[group]]), axis=0)
 
@@ -79,7 +90,7 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--md", type=Path)
     args = parser.parse_args()
-    records = [r for r in read_parquet(args.eval) if r.greedy_correct is not None and not r.failed]
+    records = evaluated_records(args.eval)
     runs = dict(item.split("=", 1) for item in args.run)
     models: dict[tuple[str, str], dict[str, np.ndarray]] = {}  # (method, seed) -> dataset -> AUROC replicates
     for recipe, folder in runs.items():
@@ -100,9 +111,7 @@ def main() -> None:
         return [float(group_mean(v, group)[0]) for (m, s), v in sorted(models.items()) if m == name]
 
     def diff(a: str, b: str, group: str) -> str:
-        d = method(a, group) - method(b, group)
-        low, high = percentile_interval(d[1:])
-        return f"{d[0]:+.3f} [{low:+.3f}, {high:+.3f}]"
+        return difference_cell(method(a, group) - method(b, group))
 
     best_free = {g: max(TRAINING_FREE, key=lambda n: method(n, g)[0]) for g in ("in-domain", "ood")}
     judges = " / ".join(records[0].generation.get("judges", {}).values())
