@@ -16,7 +16,7 @@
 # .gpu/p1..p3; carry one per call, this command each time, until the parts are joined).
 # Sizes: at the issue's 32.9 questions/s, LIMIT=100 (900 questions) is ~30 s a serial run, so the default
 # 2 warm-ups + 2 x ROUNDS=3 runs fit a 10-minute call; LIMIT=600 (5,400, the issue's >= 5,000) needs ROUNDS=1
-# and a call per round, or more time per call.
+# and a call per round, or more time per call; WARM_UPS=0 skips the untimed first runs (default 1 of each).
 #   bash benchmarks/annotate_whole_gpu.sh                      # generate (transformers), judges in-process
 #   FAST=1 JUDGE_WORKERS=8 bash benchmarks/annotate_whole_gpu.sh
 # Then write benchmarks/results/bench_annotate_whole_<card>.txt with the output and the physical bound:
@@ -29,6 +29,7 @@ BATCH=${BATCH:-1280}
 ROUNDS=${ROUNDS:-3}
 FAST=${FAST:-0}
 JUDGE_WORKERS=${JUDGE_WORKERS:-0}
+WARM_UPS=${WARM_UPS:-1}
 WORK=${WORK:-/tmp/annotate-whole}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=benchmarks/gpu_setup.sh
@@ -38,4 +39,4 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fast=(); [ "$FAST" = 1 ] && fast=(--fast-decode)
 python3 "$here/bench_annotate.py" --whole --subject files --data "$ASSETS/data/qa" --model "$ASSETS/smollm2-hf" \
   --k 20 --whole-max-new-tokens 24 --limit "$LIMIT" --batch-size "$BATCH" --consistency-judge answer --embedding-model "$ASSETS/minilm-fp16" \
-  --judge-workers "$JUDGE_WORKERS" --repeats "$ROUNDS" --work "$WORK" "${fast[@]}"
+  --judge-workers "$JUDGE_WORKERS" --repeats "$ROUNDS" --warm-ups "$WARM_UPS" --work "$WORK" "${fast[@]}"

@@ -362,14 +362,15 @@ def whole_run(args: argparse.Namespace, out: Path, pipeline: bool) -> dict:
 
 
 def bench_whole(args: argparse.Namespace) -> list[dict]:
-    """``--repeats`` rounds of the variants in turn (after one untimed warm-up of each, which also fills
-    the OS's file cache); per run its row; then per variant the medians and the per-round ratios."""
+    """``--repeats`` rounds of the variants in turn (after ``--warm-ups`` untimed runs of each, which also
+    fill the OS's file cache); per run its row; then per variant the medians and the per-round ratios."""
     from elical.records import read_parquet
 
     work = args.work
     reference = None
-    for name, pipeline in WHOLE_VARIANTS.items():
-        whole_run(args, work / f"warm-{name}", pipeline)
+    for _ in range(args.warm_ups):
+        for name, pipeline in WHOLE_VARIANTS.items():
+            whole_run(args, work / f"warm-{name}", pipeline)
     rows: list[dict] = []
     for run in range(1, args.repeats + 1):
         for name, pipeline in WHOLE_VARIANTS.items():
@@ -505,6 +506,7 @@ def arguments() -> argparse.Namespace:
     whole.add_argument("--fast-decode", action="store_true")
     whole.add_argument("--consistency-judge", default="answer")
     whole.add_argument("--embedding-model", default=None, help="the embedding judge's model folder (default: the packaged MiniLM)")
+    whole.add_argument("--warm-ups", type=int, default=1, help="untimed runs of each variant first (0 at thousands of questions)")
     whole.add_argument("--judge-workers", type=int, default=0, help="judge processes of the pipelined runs (judges.workers)")
     judging = parser.add_argument_group("--judges-only: the default judges' throughput, before vs after")
     judging.add_argument("--judges-only", action="store_true", help="time the judges on real records (nothing else runs)")

@@ -110,7 +110,12 @@ def main() -> None:
     def seeds_of(name: str, group: str) -> list[float]:
         return [float(group_mean(v, group)[0]) for (m, s), v in sorted(models.items()) if m == name]
 
+    def has(name: str) -> bool:
+        return any(m == name for m, _ in models)
+
     def diff(a: str, b: str, group: str) -> str:
+        if not has(b):
+            return "n/a"
         return difference_cell(method(a, group) - method(b, group))
 
     best_free = {g: max(TRAINING_FREE, key=lambda n: method(n, g)[0]) for g in ("in-domain", "ood")}
@@ -119,18 +124,19 @@ def main() -> None:
              f"{args.resamples} paired resamples; tabulated on {platform.node()})", "",
              f"Eli-Only: in-domain {method('eli-only-0', 'in-domain')[0]:.3f}, OOD {method('eli-only-0', 'ood')[0]:.3f}; "
              f"best training-free: in-domain {best_free['in-domain']} {method(best_free['in-domain'], 'in-domain')[0]:.3f}, "
-             f"OOD {best_free['ood']} {method(best_free['ood'], 'ood')[0]:.3f}; EliCal (full) with all labels: in-domain "
-             f"{method('elical-all (full)', 'in-domain')[0]:.3f}, OOD {method('elical-all (full)', 'ood')[0]:.3f}.", "",
+             f"OOD {best_free['ood']} {method(best_free['ood'], 'ood')[0]:.3f}; EliCal (full) with all labels: "
+             + (f"in-domain {method('elical-all (full)', 'in-domain')[0]:.3f}, OOD {method('elical-all (full)', 'ood')[0]:.3f}."
+                if has('elical-all (full)') else "not trained in this base run."), "",
              "| recipe | labels | in-domain | OOD | OOD − Eli-Only | OOD − Cal-Only | in-domain − Cal-Only | "
              "in-domain % of all-labels, per seed | largest drop below Eli-Only (dataset) |",
              "|---|---|---|---|---|---|---|---|---|"]
-    reference = seeds_of("elical-all (full)", "in-domain")
+    reference = seeds_of("elical-all (full)", "in-domain")  # empty where the base run had no all-labels models
     for recipe in runs:
         for budget in BUDGETS:
             name = f"elical-{budget} ({recipe})"
-            if not any(m == name for m, _ in models):
+            if not has(name):
                 continue
-            share = ", ".join(f"{100 * v / r:.1f}" for v, r in zip(seeds_of(name, "in-domain"), reference))
+            share = ", ".join(f"{100 * v / r:.1f}" for v, r in zip(seeds_of(name, "in-domain"), reference)) or "n/a"
             drops = {d: np.mean([models[(m, s)][d][0] for (m, s) in models if m == "eli-only-0"])
                      - np.mean([models[(m, s)][d][0] for (m, s) in models if m == name])
                      for group in ("in-domain", "ood") for d in GROUPS[group]}
@@ -140,7 +146,7 @@ def main() -> None:
                          f"{diff(name, f'cal-only-{budget}', 'in-domain')} | {share} | {drops[worst]:+.3f} ({worst}) |")
     lines += ["", "| Cal-Only | labels | in-domain | OOD |", "|---|---|---|---|"]
     lines += [f"| | {b} | {method(f'cal-only-{b}', 'in-domain')[0]:.3f} | {method(f'cal-only-{b}', 'ood')[0]:.3f} |"
-              for b in (*BUDGETS, "all")]
+              for b in (*BUDGETS, "all") if has(f"cal-only-{b}")]
     lines += holdout_selection(runs, models)
     text = "\n".join(lines)
     print(text)

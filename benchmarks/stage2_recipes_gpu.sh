@@ -13,6 +13,9 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 LIMIT_S=${LIMIT_S:-560}
 RECIPES=${RECIPES:-"head platt mixed"}
+# BASE_TRAIN: more train settings of the base run, e.g. 'methods: [eli-only, elical], budgets: [100, 300, 1000]'
+# (12 models instead of 27: no Cal-Only and no all-labels models; the tabulator then prints n/a for them)
+BASE_TRAIN=${BASE_TRAIN:-}
 [ -d .gpu/head/src ] && export ELICAL_SRC=$PWD/.gpu/head/src
 # shellcheck source=benchmarks/gpu_setup.sh
 source benchmarks/gpu_setup.sh || exit 1
@@ -22,7 +25,7 @@ records="[$ASSETS/rec/paper/train.parquet, $ASSETS/rec/paper/eval.parquet]"
 cat > "$ASSETS/recipe-full.yaml" <<YAML
 name: smollm2-qa-full-relabelled5
 qa: {pool: [], eval: [], records: $records}
-train: {workers: ${WORKERS:-6}}
+train: {workers: ${WORKERS:-6}${BASE_TRAIN:+, $BASE_TRAIN}}
 YAML
 base=/tmp/runs/recipe-full
 if [ ! -f "$OUT/full/done" ] && [ ! -f /tmp/runs/full.done ]; then
