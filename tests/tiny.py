@@ -54,8 +54,9 @@ def build_tokenizer(vocab_size: int = 400):
     return wrapped
 
 
-def build_model(tokenizer, arch: str = "llama", seed: int = 0, hidden: int = 32, layers: int = 2):
-    """A tiny causal LM of a real architecture ('llama' or 'qwen2') with seeded random weights."""
+def build_model(tokenizer, arch: str = "llama", seed: int = 0, hidden: int = 32, layers: int = 2, tied: bool = False):
+    """A tiny causal LM of a real architecture ('llama' or 'qwen2') with seeded random weights; ``tied``: its
+    output layer is its input embedding, as in SmolLM2 and the world LM."""
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
 
@@ -71,7 +72,7 @@ def build_model(tokenizer, arch: str = "llama", seed: int = 0, hidden: int = 32,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
-        tie_word_embeddings=False,
+        tie_word_embeddings=tied,
     )
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)

@@ -59,13 +59,17 @@ def head_sizes(hidden: int, kind: str) -> list[int]:
     raise ValueError(f"unknown head {kind!r}; expected 'linear' or 'mlp'")
 
 
-def write_head_files(path: Path, kind: str, sizes: list[int], state: Mapping[str, torch.Tensor]) -> None:
+def write_head_files(path: Path, kind: str, sizes: list[int], state: Mapping[str, torch.Tensor],
+                     lens: bool = False) -> None:
     """``head.safetensors`` (the head module's state dict: ``weight``/``bias`` for linear, ``0.weight``...
-    for the MLP, as ``torch.nn`` names them) and ``head_config.json`` (kind and layer sizes)."""
+    for the MLP, as ``torch.nn`` names them) and ``head_config.json`` (kind, layer sizes and what it reads)."""
     from safetensors.torch import save_file
 
     save_file({k: v.detach().float().cpu().contiguous() for k, v in state.items()}, str(path / HEAD_WEIGHTS_NAME))
-    write_json(path / HEAD_CONFIG_NAME, {"kind": kind, "sizes": sizes, "activation": "relu",
+    reads = ("the final-layer hidden state at the prompt's last token"
+             + (", then the largest log-probability and the entropy of the next-token distribution there "
+                "(log_softmax of the hidden state times the input embedding's transpose)" if lens else ""))
+    write_json(path / HEAD_CONFIG_NAME, {"kind": kind, "sizes": sizes, "activation": "relu", "inputs": reads,
                                          "confidence": "sigmoid of the last layer's output"})
 
 
@@ -143,7 +147,7 @@ def write_model_card(path: Path, config: Mapping[str, Any], meta: Mapping[str, A
         "or `elical predict path/to/this/folder questions.jsonl -o confidences.parquet`.", "",
         "With transformers and peft only: load the base model with `AutoModelForSequenceClassification"
         ".from_pretrained(base, num_labels=1, dtype=torch.float32)`, replace its `score` with the head of "
-        "`head_config.json` (layer sizes; ReLU between layers) loaded from `head.safetensors`"
+        "`head_config.json` (layer sizes; ReLU between layers; `inputs` says what it reads) loaded from `head.safetensors`"
         + (", wrap it with `PeftModel.from_pretrained(model, folder)`" if config["lora"] else "")
         + ", render each question with `prompt.json` (system prompt and template, in the tokenizer's chat template) "
         "and take the sigmoid of the logit; elical's README (\"A trained confidence model\") has the full recipe.", "",

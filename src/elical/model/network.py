@@ -6,7 +6,9 @@ Design (ecosystem conventions where they fit):
   that already pools the last non-pad token of a causal LM. It has no ``lm_head``, so no vocabulary
   logits are ever computed (152k x hidden per token at 7B scale). Its ``score`` module is replaced by
   our head (linear with a bias, or the paper's MLP H -> H/2 -> H/4 -> 1), zero-initialised in its last
-  layer so training starts at confidence 0.5 without saturating the sigmoid.
+  layer so training starts at confidence 0.5 without saturating the sigmoid. With ``lens`` the head's
+  input also holds :data:`LENS_FEATURES` numbers from the LM's next-token distribution at that token,
+  computed from the tied input embedding (vocabulary x hidden, once per question, not per token).
 * LoRA through peft, ``TaskType.SEQ_CLS`` on ``all-linear`` layers (peft leaves ``score`` out of the
   LoRA targets and saves it with the adapter through ``modules_to_save``). The saved folder is a
   standard peft adapter plus the config, the head and the prompt in plain files, and names its base
@@ -55,6 +57,22 @@ from elical.train.inference import predict_prompts
 
 if TYPE_CHECKING:
     from elical.model.gate import Gate
+
+
+LENS_FEATURES = 2  # the next-token distribution's largest log-probability and its entropy
+
+
+def head_inputs(hidden: int, config: ModelConfig) -> int:
+    """How many numbers the head reads: the hidden state, and with ``lens`` the next-token summary."""
+    return hidden + (LENS_FEATURES if config.lens else 0)
+
+
+def lens_features(pooled: torch.Tensor, output_embedding: torch.Tensor) -> torch.Tensor:
+    """The LM's next-token distribution at each pooled (final-norm) hidden state, summarised as its largest
+    log-probability and its entropy (rows x 2, float32): what the model would say first, and how sure it is."""
+    logprobs = torch.log_softmax(pooled.float() @ output_embedding.float().T, dim=-1)
+    entropy = -(logprobs.exp() * logprobs).sum(-1)
+    return torch.stack([logprobs.max(-1).values, entropy], dim=-1)
 
 
 def build_head(hidden: int, kind: HeadKind) -> nn.Module:
@@ -133,7 +151,10 @@ class ConfidenceModel(nn.Module):
 
         hidden = classifier.config.hidden_size
         device = next(classifier.parameters()).device
-        classifier.score = build_head(hidden, config.head).to(device)
+        if config.lens and not getattr(classifier.config, "tie_word_embeddings", False):
+            raise ValueError(f"lens reads the next-token distribution through the input embedding, but {config.base_model!r} "
+                             "has an output layer of its own (tie_word_embeddings is false); leave lens off for it")
+        classifier.score = build_head(head_inputs(hidden, config), config.head).to(device)
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         classifier.config.pad_token_id = tokenizer.pad_token_id
@@ -257,8 +278,8 @@ class ConfidenceModel(nn.Module):
             head_state = adapter_head_state(path)
         else:
             head_state = self.classifier.score.state_dict()
-        hidden = self.classifier.config.hidden_size
-        write_head_files(path, self.config.head, head_sizes(hidden, self.config.head), head_state)
+        inputs = head_inputs(self.classifier.config.hidden_size, self.config)
+        write_head_files(path, self.config.head, head_sizes(inputs, self.config.head), head_state, lens=self.config.lens)
         write_prompt_file(path, self.config.system_prompt, self.config.qa_template, self.config.max_length)
         base = self.base_model_record()
         if self.config.lora:
@@ -324,7 +345,8 @@ class ConfidenceModel(nn.Module):
         pool_index: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Final-layer hidden state at each pooled position (flat index into batch x length)."""
+        """What the head reads at each pooled position (flat index into batch x length): the final-layer
+        hidden state, followed with ``lens`` by :func:`lens_features` of it."""
         if attention_mask is None and self.own_packed_mask:
             attention_mask = packed_attention_mask(position_ids, self.transformer.config)
         out = self.transformer(
@@ -334,7 +356,12 @@ class ConfidenceModel(nn.Module):
             use_cache=False,
         )
         hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
-        return hidden.reshape(-1, hidden.shape[-1])[pool_index]
+        pooled = hidden.reshape(-1, hidden.shape[-1])[pool_index]
+        if not self.config.lens:
+            return pooled
+        embedding: nn.Embedding = self.transformer.get_input_embeddings()  # type: ignore[operator]
+        summary = lens_features(pooled, embedding.weight)
+        return torch.cat([pooled, summary.to(pooled.dtype)], dim=-1)
 
     def forward(
         self,

@@ -1,0 +1,154 @@
+"""The ``lens`` head input: the LM's next-token distribution at the pooled token, summarised (largest
+log-probability, entropy) beside the hidden state; known values, agreement with the LM's own logits,
+padding and packing invariance, save/load, a clear error for untied models, and training with it."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from elical.core.settings_contract import output_settings
+from elical.model.network import LENS_FEATURES, ConfidenceModel, ModelConfig, lens_features, qa_prompt
+from elical.train.batching import packed_batches, padded_batch, tokenize_prompts
+
+QUESTIONS = ["What is the capital of France?", "Who wrote Hamlet?", "1969?", "Which river flows through Egypt?"]
+
+
+@pytest.fixture(scope="module")
+def tied_dir(tmp_path_factory, tiny_tokenizer):
+    """A tiny Llama whose output layer is its input embedding (as SmolLM2's and the world LM's)."""
+    from tiny import build_model
+
+    path = tmp_path_factory.mktemp("tied")
+    build_model(tiny_tokenizer, "llama", tied=True).save_pretrained(path)
+    tiny_tokenizer.save_pretrained(path)
+    return path
+
+
+def lens_model(base, **fields) -> ConfidenceModel:
+    model = ConfidenceModel.create(ModelConfig(base_model=str(base), lens=True, **fields))
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.requires_grad:
+                param.normal_(0, 0.2)
+    return model.eval()
+
+
+def encoded(model) -> list[list[int]]:
+    prompts = [qa_prompt(model.tokenizer, q, model.config) for q in QUESTIONS]
+    return tokenize_prompts(model.tokenizer, prompts, 512)[0]
+
+
+def test_lens_features_are_the_top_log_probability_and_the_entropy():
+    embedding = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    pooled = torch.tensor([[1.0, 0.0], [0.0, 0.0]])
+    # row 0: logits (1, 0, 0); row 1: logits (0, 0, 0), the uniform distribution over 3 tokens
+    z = math.e + 2
+    probs = [math.e / z, 1 / z, 1 / z]
+    expected = torch.tensor([[math.log(probs[0]), -sum(p * math.log(p) for p in probs)],
+                             [-math.log(3), math.log(3)]])
+    torch.testing.assert_close(lens_features(pooled, embedding), expected)
+
+
+def test_head_reads_the_hidden_state_then_the_lms_own_next_token_summary(tied_dir):
+    from transformers import AutoModelForCausalLM
+
+    model = lens_model(tied_dir)
+    hidden = model.classifier.config.hidden_size
+    first = next(m for m in model.head.modules() if isinstance(m, torch.nn.Linear))
+    assert first.in_features == hidden + LENS_FEATURES
+    seqs = encoded(model)
+    pad = model.tokenizer.pad_token_id
+    batch = padded_batch(seqs, list(range(len(seqs))), pad, "left")
+    with torch.no_grad():
+        features = model.hidden_states(**batch.model_inputs())
+        lm = AutoModelForCausalLM.from_pretrained(tied_dir, dtype=torch.float32).eval()
+        logprobs = lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, -1].log_softmax(-1)
+    assert features.shape == (len(seqs), hidden + LENS_FEATURES)
+    # LoRA B starts at zero only in a fresh model; randomized here, so compare against a model without LoRA
+    plain = ConfidenceModel.create(ModelConfig(base_model=str(tied_dir), lens=True, lora=False)).eval()
+    with torch.no_grad():
+        unadapted = plain.hidden_states(**batch.model_inputs())
+    expected = torch.stack([logprobs.max(-1).values, -(logprobs.exp() * logprobs).sum(-1)], dim=-1)
+    torch.testing.assert_close(unadapted[:, -LENS_FEATURES:], expected, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(features[:, -LENS_FEATURES:], unadapted[:, -LENS_FEATURES:])  # LoRA moves them too
+
+
+def test_lens_confidence_does_not_depend_on_padding_side_or_packing(tied_dir):
+    model = lens_model(tied_dir, head="mlp")
+    seqs = encoded(model)
+    pad = model.tokenizer.pad_token_id
+
+    def confidences(batches) -> torch.Tensor:
+        out = torch.full((len(seqs),), float("nan"))
+        with torch.no_grad():
+            for batch in batches:
+                out[batch.order] = torch.sigmoid(model(**batch.model_inputs()))
+        return out
+
+    alone = confidences([padded_batch(seqs, [i], pad) for i in range(len(seqs))])
+    assert alone.std() > 1e-4
+    for side in ("left", "right"):
+        torch.testing.assert_close(confidences([padded_batch(seqs, list(range(len(seqs))), pad, side)]), alone,
+                                   atol=1e-5, rtol=0)
+    torch.testing.assert_close(confidences(packed_batches(seqs, range(len(seqs)), pad, 256, 64)), alone,
+                               atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("lora", [True, False])
+def test_a_lens_model_saves_and_loads_with_the_same_confidences(tied_dir, tmp_path, lora):
+    model = lens_model(tied_dir, head="mlp", lora=lora)
+    before = model.confidence(QUESTIONS)
+    model.save(tmp_path / "m")
+    head = json.loads((tmp_path / "m" / "head_config.json").read_text())
+    hidden = model.classifier.config.hidden_size
+    assert head["sizes"][0] == hidden + LENS_FEATURES and "entropy" in head["inputs"]
+    assert json.loads((tmp_path / "m" / "elical_model.json").read_text())["model"]["lens"] is True
+    after = ConfidenceModel.load(tmp_path / "m").confidence(QUESTIONS)
+    assert after == pytest.approx(before, abs=1e-6)
+
+
+def test_lens_on_a_model_with_its_own_output_layer_is_refused(tiny_dir_untied):
+    with pytest.raises(ValueError, match=r"output layer of its own \(tie_word_embeddings is false\); leave lens off"):
+        ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir_untied), lens=True))
+
+
+@pytest.fixture(scope="module")
+def tiny_dir_untied(tmp_path_factory, tiny_tokenizer):
+    from tiny import build_model
+
+    path = tmp_path_factory.mktemp("untied")
+    build_model(tiny_tokenizer, "llama").save_pretrained(path)
+    tiny_tokenizer.save_pretrained(path)
+    return path
+
+
+def test_lens_is_recorded_only_when_on():
+    """Folders trained before the option existed resume: off leaves no trace in the recorded settings."""
+    assert "lens" not in output_settings(ModelConfig())
+    assert output_settings(ModelConfig(lens=True))["lens"] is True
+
+
+@pytest.mark.parametrize("mode", ["cal-only", "head-only"])
+def test_training_with_lens_learns_and_caches_its_own_features(tied_dir, records_file, tmp_path, mode):
+    from elical.train.config import TrainConfig
+    from elical.train.trainer import train
+
+    settings = {"model": str(tied_dir), "output_dir": str(tmp_path), "batch_size": 8, "epochs_stage2": 4,
+                "lr": 1e-2, "lr_head_only": 1e-2, "tokens_per_batch": 512, "row_length": 128, "val_fraction": 0.25,
+                "warmup_ratio": 0.0, "save_steps": 0, "mode": mode, "head": "mlp"}
+    result = train(TrainConfig(**settings, lens=True), [records_file], show_progress=False)
+    history = result.stages[0]["history"]
+    assert history[-1]["train_loss"] < history[1]["train_loss"], history
+    first_width = json.loads((result.model / "head_config.json").read_text())["sizes"][0]
+    saved = ConfidenceModel.load(result.model)
+    assert saved.config.lens and saved.confidence(QUESTIONS).shape == (len(QUESTIONS),)
+    if mode == "head-only":  # retrained without lens, the same folder's cache gets a second, narrower entry
+        plain = train(TrainConfig(**settings), [records_file], show_progress=False, overwrite=True)
+        assert len(list((tmp_path / "cache").glob("features-*.safetensors"))) == 2
+        width = json.loads((plain.model / "head_config.json").read_text())["sizes"][0]
+        assert width + LENS_FEATURES == first_width
