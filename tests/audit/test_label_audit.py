@@ -26,9 +26,9 @@ from elical.cli import app
 from elical.core.inputs import InputError
 from elical.records import Record, write_parquet, write_records
 from elical.report.document import Document, to_markdown
+from extras import BROWSER_ARGS, CHROMIUM, browser_api
 
 JUDGES = {"correctness": "match@5", "consistency": "answer@4(secret-threshold)"}
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _records(per_dataset: int = 24, seed: int = 0, judges: dict[str, str] = JUDGES) -> list[Record]:
@@ -385,20 +385,10 @@ def test_label_audit_of_record_files_needs_an_out_folder(tmp_path):
 # --------------------------------------------------------------------------- the page, in a real browser
 
 
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"]
-
-
-def _browser():
-    """playwright's sync API, or a skip saying what is missing (the system's chromium is used, never a download)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    if not CHROMIUM.is_file():
-        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
-    return sync_api
 
 
 def test_the_labelling_page_in_a_headless_browser(tmp_path):
-    sync_api = _browser()
+    sync_api = browser_api()
     drawn = draw_audit(_record_file(tmp_path, _records(6)), tmp_path / "audit", per_stratum=2, seed=3)
     rows, page_path = drawn.rows, drawn.page
     source = page_path.read_text(encoding="utf-8")
@@ -452,7 +442,7 @@ def test_the_labelling_page_in_a_headless_browser(tmp_path):
 
 
 def test_the_page_shows_both_replies_and_the_options(tmp_path):
-    sync_api = _browser()
+    sync_api = browser_api()
     rows = draw_audit(_record_file(tmp_path, _records(4)), tmp_path / "audit", per_stratum=1, seed=0).rows
     with sync_api.sync_playwright() as play:
         browser = play.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)

@@ -143,3 +143,24 @@ def test_evaluate_writes_table_md_with_links_and_a_self_contained_table_html(tmp
     assert md.startswith("# Evaluation\n") and "(figures/reliability_consis-sem.png)" in md
     assert page.count("data:image/png;base64,") == len(written.figures) >= 3 and 'src="figures/' not in page
     assert ">AUROC (x100, higher is better)</h3>" in page
+
+
+def test_a_wide_table_scrolls_in_its_box_and_the_page_keeps_its_width(tmp_path):
+    """A run with many datasets makes Table 2 wider than the page: in a real browser the table's box scrolls
+    sideways and the page itself does not."""
+    from extras import BROWSER_ARGS, CHROMIUM, browser_api
+
+    sync_api = browser_api()
+    wide = pd.DataFrame({"Method": ["EliCal (1000)", "N-Prob"], **{f"In-domain: dataset_{i}": ["71.20", "68.90"] for i in range(40)}})
+    (tmp_path / "report.html").write_text(to_html(Document("wide", [Heading("AUROC"), Table(wide, "AUROC")]), tmp_path))
+    with sync_api.sync_playwright() as play:
+        browser = play.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 900, "height": 700})
+            page.goto((tmp_path / "report.html").resolve().as_uri())
+            page_width, view = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            box = page.evaluate("(() => { const d = document.querySelector('div.wide'); return [d.scrollWidth, d.clientWidth]; })()")
+        finally:
+            browser.close()
+    assert page_width <= view, (page_width, view)
+    assert box[0] > box[1] > 0  # the table is wider than its box, which scrolls

@@ -30,7 +30,7 @@ STYLE = (
     "table{border-collapse:collapse;font-size:13px;margin:0.5em 0 1em}"
     "th{background:#f3f3f3}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}"
     "td:first-child,th:first-child{text-align:left;white-space:nowrap}th.group{text-align:center}"
-    "caption{text-align:left;font-weight:bold;padding:4px 0}"
+    "caption{text-align:left;font-weight:bold;padding:4px 0}div.wide{overflow-x:auto;max-width:100%}"
     "figure{display:inline-block;vertical-align:top;max-width:100%;margin:0.6em 1em 0.6em 0}"
     "img{max-width:100%}figcaption{font-size:13px;color:#555;max-width:60em}"
     "code{background:#f5f5f5;padding:0 3px}nav.contents{font-size:14px;line-height:1.8;color:#777}"
@@ -117,14 +117,16 @@ def markdown_table(table: Table) -> str:
 
 
 def html_table(table: Table) -> str:
-    """The table as an HTML table (bold cells in <strong>, every cell escaped)."""
+    """The table as an HTML table (bold cells in <strong>, every cell escaped), in a box that scrolls sideways
+    when the table is wider than the page (a run with many datasets), so the page itself keeps its width."""
     bold = _bold_mask(table).to_numpy()
     rows = []
     for values, marks in zip(table.frame.itertuples(index=False), bold):
         cells = [f"<strong>{html.escape(str(v))}</strong>" if b else html.escape(str(v)) for v, b in zip(values, marks)]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     caption = f"<caption>{inline_html(table.caption)}</caption>" if table.caption else ""
-    return f"<table>{caption}<thead>{_html_header(table.frame.columns)}</thead><tbody>{''.join(rows)}</tbody></table>"
+    return (f"<div class='wide'><table>{caption}<thead>{_html_header(table.frame.columns)}</thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def _html_header(columns: pd.Index) -> str:
