@@ -7,8 +7,9 @@ Design (ecosystem conventions where they fit):
   logits are ever computed (152k x hidden per token at 7B scale). Its ``score`` module is replaced by
   our head (linear with a bias, or the paper's MLP H -> H/2 -> H/4 -> 1), zero-initialised in its last
   layer so training starts at confidence 0.5 without saturating the sigmoid. With ``lens`` the head's
-  input also holds :data:`LENS_FEATURES` numbers from the LM's next-token distribution at that token,
-  computed from the tied input embedding (vocabulary x hidden, once per question, not per token).
+  input also holds :data:`LENS_FEATURES` numbers from the answering LM's own next-token distribution at
+  that token: the base model's, LoRA switched off (the probe's adapter must not change what it reads about
+  the model), through the tied input embedding (vocabulary x hidden, once per question, not per token).
 * LoRA through peft, ``TaskType.SEQ_CLS`` on ``all-linear`` layers (peft leaves ``score`` out of the
   LoRA targets and saves it with the adapter through ``modules_to_save``). The saved folder is a
   standard peft adapter plus the config, the head and the prompt in plain files, and names its base
@@ -222,7 +223,7 @@ class ConfidenceModel(nn.Module):
                     merge: bool) -> ConfidenceModel:
         """The backbone of ``config`` with the LoRA and head saved in ``path`` (see :meth:`load`)."""
         model = cls.from_backbone(*_backbone(config, device), config, adapter_dir=path, trainable=trainable)
-        if merge and not trainable:
+        if merge and not trainable and not config.lens:  # lens reads the base model: its LoRA must stay apart
             model.merge_adapter()
         return model
 
@@ -346,22 +347,28 @@ class ConfidenceModel(nn.Module):
         attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """What the head reads at each pooled position (flat index into batch x length): the final-layer
-        hidden state, followed with ``lens`` by :func:`lens_features` of it."""
+        hidden state, followed with ``lens`` by :func:`lens_features` of the base model's (LoRA off; with
+        LoRA that is a second forward pass, without gradients)."""
         if attention_mask is None and self.own_packed_mask:
             attention_mask = packed_attention_mask(position_ids, self.transformer.config)
-        out = self.transformer(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            use_cache=False,
-        )
-        hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
-        pooled = hidden.reshape(-1, hidden.shape[-1])[pool_index]
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "position_ids": position_ids}
+        pooled = self._pooled(inputs, pool_index)
         if not self.config.lens:
             return pooled
+        if self.config.lora:
+            with torch.no_grad(), self.net.disable_adapter():
+                base = self._pooled(inputs, pool_index)
+        else:
+            base = pooled
         embedding: nn.Embedding = self.transformer.get_input_embeddings()  # type: ignore[operator]
-        summary = lens_features(pooled, embedding.weight)
+        summary = lens_features(base, embedding.weight)
         return torch.cat([pooled, summary.to(pooled.dtype)], dim=-1)
+
+    def _pooled(self, inputs: dict[str, torch.Tensor | None], pool_index: torch.Tensor) -> torch.Tensor:
+        """The final-layer hidden state at each pooled position."""
+        out = self.transformer(**inputs, use_cache=False)
+        hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        return hidden.reshape(-1, hidden.shape[-1])[pool_index]
 
     def forward(
         self,

@@ -20,9 +20,10 @@ class ModelFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     head: HeadKind = "linear"
-    # The head also reads the LM's own next-token distribution at the pooled token (its largest log-probability
-    # and its entropy, through the tied output embedding): still before any answer is generated. A tiny LM holds
-    # what it knows there but not linearly in its hidden state (benchmarks/results/world_probe_lens_cpu.txt).
+    # The head also reads the answering LM's own next-token distribution at the pooled token (its largest
+    # log-probability and its entropy; the base model's, LoRA off, through the tied output embedding): still
+    # before any answer is generated. A tiny LM holds what it knows there but not linearly in its hidden state
+    # (benchmarks/results/world_probe_lens_cpu.txt).
     lens: Annotated[bool, Output.WHEN_ON] = False
     lora_r: Annotated[int, Range(1), Output.LORA] = 8
     lora_alpha: Annotated[int, Range(1), Output.LORA] = 16  # LoRA's update is scaled by alpha / r: 0 would switch it off
