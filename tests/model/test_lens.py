@@ -115,9 +115,31 @@ def test_a_lens_model_saves_and_loads_with_the_same_confidences(tied_dir, tmp_pa
         assert after == pytest.approx(before, abs=1e-6)
 
 
-def test_lens_on_a_model_with_its_own_output_layer_is_refused(tiny_dir_untied):
-    with pytest.raises(ValueError, match=r"output layer of its own \(tie_word_embeddings is false\); leave lens off"):
-        ConfidenceModel.create(ModelConfig(base_model=str(tiny_dir_untied), lens=True))
+def test_an_untied_model_reads_its_own_output_layer_from_the_checkpoint(tiny_dir_untied, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    model = lens_model(tiny_dir_untied)
+    assert "lens_weight" not in dict(model.named_parameters()) and "lens_weight" not in model.state_dict()
+    seqs = encoded(model)
+    batch = padded_batch(seqs, list(range(len(seqs))), model.tokenizer.pad_token_id, "left")
+    with torch.no_grad():
+        features = model.hidden_states(**batch.model_inputs())
+        lm = AutoModelForCausalLM.from_pretrained(tiny_dir_untied, dtype=torch.float32).eval()
+        logprobs = lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, -1].log_softmax(-1)
+    expected = torch.stack([logprobs.max(-1).values, -(logprobs.exp() * logprobs).sum(-1)], dim=-1)
+    torch.testing.assert_close(features[:, -LENS_FEATURES:], expected, atol=1e-5, rtol=1e-5)
+    # a checkpoint without its output layer is named in a clear error
+    stripped = tmp_path / "stripped"
+    stripped.mkdir()
+    for path in tiny_dir_untied.iterdir():
+        if path.suffix != ".safetensors":
+            (stripped / path.name).write_bytes(path.read_bytes())
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(tiny_dir_untied / "model.safetensors"))
+    save_file({k: v for k, v in weights.items() if not k.endswith("lm_head.weight")}, str(stripped / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"no lm_head.weight was found in its safetensors files; leave lens off"):
+        ConfidenceModel.create(ModelConfig(base_model=str(stripped), lens=True))
 
 
 @pytest.fixture(scope="module")

@@ -68,7 +68,7 @@ def write_head_files(path: Path, kind: str, sizes: list[int], state: Mapping[str
     save_file({k: v.detach().float().cpu().contiguous() for k, v in state.items()}, str(path / HEAD_WEIGHTS_NAME))
     reads = ("the final-layer hidden state at the prompt's last token"
              + (", then the largest log-probability and the entropy of the base model's next-token distribution "
-                "there (LoRA off: log_softmax of its hidden state times the input embedding's transpose)" if lens else ""))
+                "there (LoRA off: log_softmax of its hidden state times its output layer's transpose)" if lens else ""))
     write_json(path / HEAD_CONFIG_NAME, {"kind": kind, "sizes": sizes, "activation": "relu", "inputs": reads,
                                          "confidence": "sigmoid of the last layer's output"})
 

@@ -9,7 +9,7 @@ Design (ecosystem conventions where they fit):
   layer so training starts at confidence 0.5 without saturating the sigmoid. With ``lens`` the head's
   input also holds :data:`LENS_FEATURES` numbers from the answering LM's own next-token distribution at
   that token: the base model's, LoRA switched off (the probe's adapter must not change what it reads about
-  the model), through the tied input embedding (vocabulary x hidden, once per question, not per token).
+  the model), through its output layer (vocabulary x hidden, once per question, not per token).
 * LoRA through peft, ``TaskType.SEQ_CLS`` on ``all-linear`` layers (peft leaves ``score`` out of the
   LoRA targets and saves it with the adapter through ``modules_to_save``). The saved folder is a
   standard peft adapter plus the config, the head and the prompt in plain files, and names its base
@@ -76,6 +76,26 @@ def lens_features(pooled: torch.Tensor, output_embedding: torch.Tensor) -> torch
     return torch.stack([logprobs.max(-1).values, entropy], dim=-1)
 
 
+def output_embedding(classifier: Any, base_model: str) -> torch.Tensor:
+    """The base LM's output layer (vocabulary x hidden), which the classification backbone does not load: its
+    input embedding when the two are tied, else ``lm_head.weight`` read alone from the checkpoint's safetensors."""
+    embedding = classifier.get_input_embeddings().weight
+    if getattr(classifier.config, "tie_word_embeddings", False):
+        return embedding.detach()  # the same storage; a plain tensor, so no module registers it as a parameter
+    from safetensors import safe_open
+
+    from elical.model.loading import resolve_model
+
+    source = resolve_model(base_model)
+    for path in sorted(Path(source.path).glob("*.safetensors")) if not source.gguf_file else []:
+        with safe_open(str(path), framework="pt") as weights:
+            name = next((k for k in weights.keys() if k.endswith("lm_head.weight")), None)  # noqa: SIM118
+            if name is not None:
+                return weights.get_tensor(name).to(embedding.device, embedding.dtype)
+    raise ValueError(f"lens needs the output layer of {base_model!r}, which has one of its own (tie_word_embeddings "
+                     "is false), but no lm_head.weight was found in its safetensors files; leave lens off for it")
+
+
 def build_head(hidden: int, kind: HeadKind) -> nn.Module:
     """The confidence head: linear (with bias) or the paper's MLP H -> H/2 -> H/4 -> 1 (ReLU), its last
     layer zero-initialised (confidence 0.5 to start)."""
@@ -116,11 +136,13 @@ class ConfidenceModel(nn.Module):
 
     gate: Gate | None = None  # set by from_pretrained: the folder's gate.json, if any
 
-    def __init__(self, net: Any, tokenizer: Any, config: ModelConfig):
+    def __init__(self, net: Any, tokenizer: Any, config: ModelConfig, lens_weight: torch.Tensor | None = None):
         super().__init__()
         self.net = net  # a PeftModel over a *ForSequenceClassification, or the bare classifier
         self.tokenizer = tokenizer
         self.config = config
+        # with lens: the base LM's output layer (frozen; the input embedding itself when tied, never saved)
+        self.lens_weight = lens_weight
         # A half-precision backbone runs under autocast: LoRA and head keep float32 master weights
         # but compute in the backbone's dtype (peft's cast of inputs to float32 is switched off, which
         # saves a float32 copy of every adapted activation).
@@ -152,9 +174,7 @@ class ConfidenceModel(nn.Module):
 
         hidden = classifier.config.hidden_size
         device = next(classifier.parameters()).device
-        if config.lens and not getattr(classifier.config, "tie_word_embeddings", False):
-            raise ValueError(f"lens reads the next-token distribution through the input embedding, but {config.base_model!r} "
-                             "has an output layer of its own (tie_word_embeddings is false); leave lens off for it")
+        lens_weight = output_embedding(classifier, config.base_model) if config.lens else None
         classifier.score = build_head(head_inputs(hidden, config), config.head).to(device)
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -167,7 +187,7 @@ class ConfidenceModel(nn.Module):
 
                 classifier.score.load_state_dict(load_file(str(Path(adapter_dir) / HEAD_WEIGHTS_NAME)))
             classifier.score.requires_grad_(trainable)
-            return cls(classifier, tokenizer, config)
+            return cls(classifier, tokenizer, config, lens_weight)
         if adapter_dir is not None:
             # is_trainable=True is what the authors' stage 2 missed (reference.md 7.2).
             net = PeftModel.from_pretrained(classifier, str(adapter_dir), is_trainable=trainable)
@@ -184,7 +204,7 @@ class ConfidenceModel(nn.Module):
         if not trainable:
             for param in net.parameters():
                 param.requires_grad_(False)
-        return cls(net, tokenizer, config)
+        return cls(net, tokenizer, config, lens_weight)
 
     @classmethod
     def create(cls, config: ModelConfig, device: str | torch.device = "cpu") -> ConfidenceModel:
@@ -360,8 +380,8 @@ class ConfidenceModel(nn.Module):
                 base = self._pooled(inputs, pool_index)
         else:
             base = pooled
-        embedding: nn.Embedding = self.transformer.get_input_embeddings()  # type: ignore[operator]
-        summary = lens_features(base, embedding.weight)
+        assert self.lens_weight is not None  # set by from_backbone whenever config.lens is on
+        summary = lens_features(base, self.lens_weight.to(base.device))
         return torch.cat([pooled, summary.to(pooled.dtype)], dim=-1)
 
     def _pooled(self, inputs: dict[str, torch.Tensor | None], pool_index: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,7 @@ class ModelFields(BaseModel):
 
     head: HeadKind = "linear"
     # The head also reads the answering LM's own next-token distribution at the pooled token (its largest
-    # log-probability and its entropy; the base model's, LoRA off, through the tied output embedding): still
+    # log-probability and its entropy; the base model's, LoRA off, through its output layer): still
     # before any answer is generated. A tiny LM holds what it knows there but not linearly in its hidden state
     # (benchmarks/results/world_probe_lens_cpu.txt).
     lens: Annotated[bool, Output.WHEN_ON] = False
