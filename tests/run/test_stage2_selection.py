@@ -238,14 +238,15 @@ def test_select_on_none_keeps_every_digest_of_before():
     from elical.run.fingerprints import honesty_settings, train_settings
     from elical.run.steps.honesty_step import gate_choice
 
-    cfg = config()
+    lens_off = {"settings": {"lens": False}}  # HEAD's digests are of the preset before lens became its default
+    cfg = config(**lens_off)
     now = {k.name: digest(train_settings(cfg, k, "A")) for k in planned_models(cfg)}
     gate = digest(train_settings(cfg, ModelKey("elical", *gate_choice(cfg)), "A"))
     assert {**now, "honesty": digest(honesty_settings(cfg, "A", gate))} == HEAD
     # the full candidate is the paper's model, the platt one a run with settings.stage2 platt
-    chosen = config(**SELECT)
+    chosen = config(**SELECT, **lens_off)
     assert digest(train_settings(chosen, ModelKey("elical", 10, 0, "full"), "A")) == HEAD["elical-10-s0"]
-    platt = load_run_config(overrides=deep_merge(SMALL, {"train": {"settings": {"stage2": "platt"}}}))
+    platt = load_run_config(overrides=deep_merge(SMALL, {"train": {"settings": {"stage2": "platt", "lens": False}}}))
     assert (train_settings(chosen, ModelKey("elical", 10, 0, "platt"), "A")
             == train_settings(platt, ModelKey("elical", 10, 0), "A"))
 
