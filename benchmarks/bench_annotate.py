@@ -28,6 +28,11 @@ ratios (shared-prefix / plain answers per second) are printed.
      ``elical annotate`` on ``--data`` files (``--model``, ``--k``, ``--max-new-tokens``, ``--limit``,
      ``--batch-size``, ``--fast-decode``, ``--consistency-judge``); ``--judge-workers N``: the pipelined runs
      judge with N processes (``annotate.judges.workers``). GPU: ``benchmarks/annotate_whole_gpu.sh``.
+     With ``--before-src DIR`` (a ``git archive <commit> src`` of the code to compare with), the variants are
+     that source and this tree instead, both on the default path (``pipeline: false``, as auto is on a CPU):
+     each run's process reads its source (PYTHONPATH); ``records_equal_first`` compares the answers, log-probs
+     and judgements of every record with the first ``before`` run's (the records' ``generation`` note, which
+     names the decoding path, left out), and the ratio is before wall / after wall per round.
 
   6. ``--judges-only`` (issue 24): the default judges' throughput (correctness ``match``, consistency
      ``answer`` with the packaged MiniLM) on a fixed subset of real records (``--judge-records`` parquet
@@ -40,6 +45,7 @@ ratios (shared-prefix / plain answers per second) are printed.
 
 CPU (small):  python benchmarks/bench_annotate.py --size tiny
 Whole (CPU):  python benchmarks/bench_annotate.py --whole --repeats 3
+Whole, before vs after: python benchmarks/bench_annotate.py --whole --before-src /tmp/before/src --warm-ups 0
 Judges (CPU): python benchmarks/bench_annotate.py --judges-only --judge-records a.parquet b.parquet --before-src /tmp/old/src
 Decoding:     python benchmarks/bench_annotate.py --size full --sections decode --model /path/to/smollm2-hf
 GPU (full):   python benchmarks/bench_annotate.py --size full --records runs/x/records.parquet
@@ -339,13 +345,16 @@ class GpuSampler:
         return statistics.mean(values) if values else None
 
 
-def whole_run(args: argparse.Namespace, out: Path, pipeline: bool) -> dict:
-    """One whole run, timed from start to exit, with its stage timings and GPU utilisation."""
+def whole_run(args: argparse.Namespace, out: Path, pipeline: bool, src: Path | None = None) -> dict:
+    """One whole run, timed from start to exit, with its stage timings and GPU utilisation; ``src``: the source
+    tree its process imports (default: this tree's)."""
     import shutil
     import subprocess
 
     shutil.rmtree(out, ignore_errors=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    src = src or ROOT / "src"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "BENCH_ANNOTATE_SRC": str(src),
+           "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
     gpu = GpuSampler()
     start = time.perf_counter()
     done = subprocess.run(whole_command(args, out, pipeline), env=env, capture_output=True, text=True, check=False)
@@ -361,40 +370,62 @@ def whole_run(args: argparse.Namespace, out: Path, pipeline: bool) -> dict:
             "wait_share": timings["wait_share"], "gpu_util_pct": utilisation}
 
 
+def whole_variants(args: argparse.Namespace) -> dict[str, tuple[bool, Path | None]]:
+    """variant -> (annotate.pipeline, source tree): serial vs pipelined, or with --before-src before vs after."""
+    if args.before_src:
+        return {"before": (False, args.before_src), "after": (False, ROOT / "src")}
+    return {name: (pipeline, None) for name, pipeline in WHOLE_VARIANTS.items()}
+
+
+def answers_of(records: list) -> list:
+    """What a record holds of its answers and judgements: every field but the ``generation`` note."""
+    import dataclasses
+
+    return [{k: v for k, v in dataclasses.asdict(r).items() if k != "generation"} for r in records]
+
+
 def bench_whole(args: argparse.Namespace) -> list[dict]:
     """``--repeats`` rounds of the variants in turn (after ``--warm-ups`` untimed runs of each, which also
     fill the OS's file cache); per run its row; then per variant the medians and the per-round ratios."""
     from elical.records import read_parquet
 
     work = args.work
+    variants = whole_variants(args)
+    first = next(iter(variants))
     reference = None
     for _ in range(args.warm_ups):
-        for name, pipeline in WHOLE_VARIANTS.items():
-            whole_run(args, work / f"warm-{name}", pipeline)
+        for name, (pipeline, src) in variants.items():
+            whole_run(args, work / f"warm-{name}", pipeline, src)
     rows: list[dict] = []
     for run in range(1, args.repeats + 1):
-        for name, pipeline in WHOLE_VARIANTS.items():
+        for name, (pipeline, src) in variants.items():
             out = work / f"{name}-{run}"
-            row = {"variant": name, "round": run, **whole_run(args, out, pipeline), "load_avg_1m": os.getloadavg()[0]}
-            records = read_parquet(out / "records.parquet")
+            row = {"variant": name, "round": run, **whole_run(args, out, pipeline, src), "load_avg_1m": os.getloadavg()[0]}
+            records = answers_of(read_parquet(out / "records.parquet"))
             reference = records if reference is None else reference
-            row["records_equal_serial"] = records == reference
+            row[f"records_equal_{first}"] = records == reference
             rows.append(row)
             print(" | ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
     summary = []
-    walls = {name: [r["wall_s"] for r in rows if r["variant"] == name] for name in WHOLE_VARIANTS}
-    for name in WHOLE_VARIANTS:
+    walls = {name: [r["wall_s"] for r in rows if r["variant"] == name] for name in variants}
+    steps = {name: [r["annotate_s"] for r in rows if r["variant"] == name] for name in variants}
+    for name in variants:
         mine = [r for r in rows if r["variant"] == name]
-        ratios = [s / t for s, t in zip(walls["serial"], walls[name])]
+        ratios = [s / t for s, t in zip(walls[first], walls[name])]
+        step_ratios = [s / t for s, t in zip(steps[first], steps[name])]
         summary.append({"variant": name, "rounds": len(mine),
                         "questions_per_s_median": statistics.median(r["questions_per_s"] for r in mine),
-                        "x_serial_median": statistics.median(ratios), "x_serial_per_round": ", ".join(f"{x:.3f}" for x in ratios),
+                        "annotate_s_median": statistics.median(steps[name]),
+                        f"x_{first}_median": statistics.median(ratios), f"x_{first}_per_round": ", ".join(f"{x:.3f}" for x in ratios),
+                        f"annotate_x_{first}_median": statistics.median(step_ratios),
+                        f"annotate_x_{first}_per_round": ", ".join(f"{x:.3f}" for x in step_ratios),
                         **{f"{stage}_share_median": statistics.median(r[f"{stage}_share"] for r in mine)
                            for stage in ("generate", "judge", "write", "wait")},
                         "gpu_util_pct_median": statistics.median(r["gpu_util_pct"] for r in mine) if mine[0]["gpu_util_pct"] is not None else None,
-                        "records_equal_serial": all(r["records_equal_serial"] for r in mine)})
+                        f"records_equal_{first}": all(r[f"records_equal_{first}"] for r in mine)})
     print_table("Whole annotation, every run", rows)
-    print_table(f"Whole annotation, serial vs pipelined ({args.repeats} alternating rounds; ratio = serial wall / variant wall)", summary)
+    print_table(f"Whole annotation, {' vs '.join(variants)} ({args.repeats} alternating rounds; ratio = {first} wall / variant "
+                f"wall, annotate_x: of the annotation's own wall time, annotate_s)", summary)
     return rows + summary
 
 
@@ -512,7 +543,8 @@ def arguments() -> argparse.Namespace:
     judging.add_argument("--judges-only", action="store_true", help="time the judges on real records (nothing else runs)")
     judging.add_argument("--judge-records", type=Path, nargs="+", default=[], help="annotated records (parquet)")
     judging.add_argument("--judge-subset", type=int, default=500, help="records judged per run (every n-th answered one)")
-    judging.add_argument("--before-src", type=Path, help="the source tree to compare with (git archive <commit> src)")
+    judging.add_argument("--before-src", type=Path, help="the source tree to compare with (git archive <commit> src); "
+                         "with --whole too")
     parser.add_argument("--judge-step", action="store_true", help=argparse.SUPPRESS)  # one run of --judges-only
     parser.add_argument("--world-step", type=Path, help=argparse.SUPPRESS)  # one run of --whole --subject world
     parser.add_argument("--pipeline", choices=["true", "false"], default="true", help=argparse.SUPPRESS)
@@ -549,7 +581,7 @@ def main() -> None:
         return
     if args.whole:
         alternating(args, "whole", bench_whole, f"subject {args.subject} | judge processes of the pipelined runs: "
-                    f"{args.judge_workers}")
+                    f"{args.judge_workers} | before {args.before_src or '-'} | after {ROOT / 'src'}")
         return
     full = args.size == "full"
     device = "cuda" if torch.cuda.is_available() else "cpu"
