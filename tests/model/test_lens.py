@@ -1,6 +1,7 @@
 """The ``lens`` head input: the LM's next-token distribution at the pooled token, summarised (largest
 log-probability, entropy) beside the hidden state; known values, agreement with the LM's own logits,
-padding and packing invariance, save/load, a clear error for untied models, and training with it."""
+padding and packing invariance, save/load, models with an output layer of their own (and a clear error where
+their checkpoint lacks it), and training with it."""
 
 from __future__ import annotations
 
@@ -17,15 +18,26 @@ from elical.train.batching import packed_batches, padded_batch, tokenize_prompts
 QUESTIONS = ["What is the capital of France?", "Who wrote Hamlet?", "1969?", "Which river flows through Egypt?"]
 
 
-@pytest.fixture(scope="module")
-def tied_dir(tmp_path_factory, tiny_tokenizer):
-    """A tiny Llama whose output layer is its input embedding (as SmolLM2's and the world LM's)."""
+def saved_llama(tmp_path_factory, tokenizer, tied: bool):
+    """A tiny Llama saved to a folder, its output layer tied to its input embedding or its own."""
     from tiny import build_model
 
-    path = tmp_path_factory.mktemp("tied")
-    build_model(tiny_tokenizer, "llama", tied=True).save_pretrained(path)
-    tiny_tokenizer.save_pretrained(path)
+    path = tmp_path_factory.mktemp("tied" if tied else "untied")
+    build_model(tokenizer, "llama", tied=tied).save_pretrained(path)
+    tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="module")
+def tied_dir(tmp_path_factory, tiny_tokenizer):
+    """Tied, as SmolLM2 and the world LM are."""
+    return saved_llama(tmp_path_factory, tiny_tokenizer, tied=True)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir_untied(tmp_path_factory, tiny_tokenizer):
+    """With an lm_head of its own, as Qwen2.5-7B has."""
+    return saved_llama(tmp_path_factory, tiny_tokenizer, tied=False)
 
 
 def lens_model(base, **fields) -> ConfidenceModel:
@@ -140,16 +152,6 @@ def test_an_untied_model_reads_its_own_output_layer_from_the_checkpoint(tiny_dir
     save_file({k: v for k, v in weights.items() if not k.endswith("lm_head.weight")}, str(stripped / "model.safetensors"))
     with pytest.raises(ValueError, match=r"no lm_head.weight was found in its safetensors files; leave lens off"):
         ConfidenceModel.create(ModelConfig(base_model=str(stripped), lens=True))
-
-
-@pytest.fixture(scope="module")
-def tiny_dir_untied(tmp_path_factory, tiny_tokenizer):
-    from tiny import build_model
-
-    path = tmp_path_factory.mktemp("untied")
-    build_model(tiny_tokenizer, "llama").save_pretrained(path)
-    tiny_tokenizer.save_pretrained(path)
-    return path
 
 
 def test_lens_is_recorded_only_when_on():
