@@ -4,7 +4,8 @@ Design (ecosystem conventions where they fit):
 
 * The backbone is loaded with ``AutoModelForSequenceClassification`` (``num_labels=1``), the HF class
   that already pools the last non-pad token of a causal LM. It has no ``lm_head``, so no vocabulary
-  logits are ever computed (152k x hidden per token at 7B scale). Its ``score`` module is replaced by
+  logits are computed per token (152k x hidden per token at 7B scale; ``lens``, below, computes them once
+  per question). Its ``score`` module is replaced by
   our head (linear with a bias, or the paper's MLP H -> H/2 -> H/4 -> 1), zero-initialised in its last
   layer so training starts at confidence 0.5 without saturating the sigmoid. With ``lens`` the head's
   input also holds :data:`LENS_FEATURES` numbers from the answering LM's own next-token distribution at
