@@ -13,6 +13,9 @@ Measures, with the HF backend:
      (``fast_decode``: elical's loop, one CUDA graph per step on a GPU), for each ``--max-new-tokens``,
      alternating rounds after one warm-up each (which captures the graphs; its time is printed), the
      median ratio to ``base``, and the share of greedy answers equal to base's.
+     ``--sections agreement`` (issue 24, item 2): whether ``fast`` decodes as ``base`` does, on ``--questions``
+     questions: greedy answers equal, and the sampled answers' length, log-prob and agreement with the
+     greedy answer, fast - base against base - base with another seed (:func:`decode_agreement`).
 
 Plain and shared-prefix sampling alternate ``--repeats`` times (default 3) after one warm-up each, so a
 drift of the machine touches both sides of every ratio; each run and the median of the per-round
@@ -48,6 +51,7 @@ Whole (CPU):  python benchmarks/bench_annotate.py --whole --repeats 3
 Whole, before vs after: python benchmarks/bench_annotate.py --whole --before-src /tmp/before/src --warm-ups 0
 Judges (CPU): python benchmarks/bench_annotate.py --judges-only --judge-records a.parquet b.parquet --before-src /tmp/old/src
 Decoding:     python benchmarks/bench_annotate.py --size full --sections decode --model /path/to/smollm2-hf
+Agreement:    python benchmarks/bench_annotate.py --size full --sections agreement --questions 1000 --max-new-tokens 24 64
 GPU (full):   python benchmarks/bench_annotate.py --size full --records runs/x/records.parquet
 Prints the machine first and one table per section.
 """
@@ -227,6 +231,62 @@ def bench_decode(backends: dict[str, HFBackend], prompts, k: int, max_new: int, 
                      "x_base_median": statistics.median(ratios), "x_base_per_round": ", ".join(f"{r:.2f}" for r in ratios),
                      "warm_up_s": warm[name], "greedy_same_as_base": same[name]})
     return rows
+
+
+def _per_question(generations, n: int) -> list[tuple[float, float]]:
+    """Per question (``n`` answers each): mean answer length in tokens and mean token log-prob."""
+    rows = []
+    for i in range(0, len(generations), n):
+        group = generations[i : i + n]
+        tokens = sum(len(g.token_ids or []) for g in group)
+        logprob = sum(sum(g.token_logprobs or []) for g in group)
+        rows.append((tokens / len(group), logprob / max(1, tokens)))
+    return rows
+
+
+def _paired_interval(x: list[float], y: list[float], resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of x - y over questions with a 95 % bootstrap interval."""
+    import random
+
+    diffs = [a - b for a, b in zip(x, y)]
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(resamples))
+    return statistics.fmean(diffs), means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+
+
+def decode_agreement(backends: dict[str, HFBackend], prompts, k: int, max_new: int) -> list[dict]:
+    """Issue 24, item 2: is ``fast`` the same decoding as ``base`` on these questions? Greedy: the share of
+    questions whose answer tokens equal base's, next to base's own agreement at 16 prompts per batch (the
+    bf16 batch-effect floor), and the largest |log-prob difference| where equal. Sampling (another draw of
+    the same distribution, never the same draws): the paired difference over questions of the mean answer
+    length, the mean token log-prob and the share of samples equal to the greedy answer, fast - base, next
+    to base - base with another seed (what two draws of one sampler differ by)."""
+    greedy = GenerationSettings(max_new_tokens=max_new)
+    base = backends["base"]
+    reference = base.generate(prompts, greedy)
+    control = HFBackend(base.model, base.tokenizer, batch_size=16, model_name="smollm2").generate(prompts, greedy)
+    fast = backends["fast"].generate(prompts, greedy)
+    equal = [(f, r) for f, r in zip(fast, reference) if f.token_ids == r.token_ids]
+    largest = max((abs(a - b) for f, r in equal for a, b in zip(f.token_logprobs or [], r.token_logprobs or [])), default=0.0)
+    row: dict = {"max_new_tokens": max_new, "questions": len(prompts),
+                 "greedy_fast_equal_base": len(equal) / len(prompts),
+                 "greedy_base16_equal_base": sum(c.token_ids == r.token_ids for c, r in zip(control, reference)) / len(prompts),
+                 "max_abs_logprob_diff_where_equal": largest}
+    draws = {name: backend.generate(prompts, GenerationSettings(do_sample=True, n=k, max_new_tokens=max_new, seed=seed))
+             for name, backend, seed in (("base", base, 0), ("base_seed1", base, 1), ("fast", backends["fast"], 0))}
+    stats = {name: _per_question(out, k) for name, out in draws.items()}
+    same = {name: [sum(g.token_ids == reference[q].token_ids for g in out[q * k : (q + 1) * k]) / k for q in range(len(prompts))]
+            for name, out in draws.items()}
+    for label, (a, b) in {"fast - base": ("fast", "base"), "base(seed 1) - base": ("base_seed1", "base")}.items():
+        for field, index in (("length", 0), ("logprob", 1)):
+            mean, low, high = _paired_interval([s[index] for s in stats[a]], [s[index] for s in stats[b]])
+            row[f"{label}: {field}"] = f"{mean:+.4f} [{low:+.4f}, {high:+.4f}]"
+        mean, low, high = _paired_interval(same[a], same[b])
+        row[f"{label}: share = greedy"] = f"{mean:+.4f} [{low:+.4f}, {high:+.4f}]"
+    row["base: mean length / logprob / share = greedy"] = (
+        f"{statistics.fmean(s[0] for s in stats['base']):.2f} / {statistics.fmean(s[1] for s in stats['base']):.3f} / "
+        f"{statistics.fmean(same['base']):.3f}")
+    return [row]
 
 
 def answer_judge():
@@ -520,7 +580,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--records", type=Path, help="annotated records for the judge-savings section")
     parser.add_argument("--model", "--smollm2", dest="smollm2", default="smollm2",
                         help="SmolLM2: alias, path to its .gguf file or an HF folder")
-    parser.add_argument("--sections", default="smollm2,qwen7b,judges", help="also: decode")
+    parser.add_argument("--sections", default="smollm2,qwen7b,judges", help="also: decode, agreement")
+    parser.add_argument("--questions", type=int, default=None, help="questions of the SmolLM2 sections (default 256 full, 4 tiny)")
     parser.add_argument("--llm-sample", type=int, default=None, help="pairs per task for cascade-vs-LLM agreement")
     parser.add_argument("--repeats", type=int, default=3, help="alternating rounds of the compared variants")
     parser.add_argument("--max-new-tokens", type=int, nargs="+", default=None,
@@ -585,7 +646,7 @@ def main() -> None:
         return
     full = args.size == "full"
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    n, k, max_new = (256, 20, 64) if full else (4, 4, 8)
+    n, k, max_new = (args.questions or 256, 20, 64) if full else (args.questions or 4, 4, 8)
     qwen_n = 64 if full else 4
     llm_sample = args.llm_sample if args.llm_sample is not None else (400 if full else 20)
     sections = set(args.sections.split(","))
@@ -594,7 +655,7 @@ def main() -> None:
     prompts = [qa_prompt(item) for item in questions(n, args.data)]
     results: dict[str, list[dict]] = {}
     model = tok = None
-    if sections & {"smollm2", "decode"} or ("judges" in sections and llm_sample):
+    if sections & {"smollm2", "decode", "agreement"} or ("judges" in sections and llm_sample):
         model, tok = smollm2(device, args.smollm2)
     if "smollm2" in sections:
         backend = HFBackend(model, tok, batch_size=(64 * k) if full else 16, model_name="smollm2")
@@ -609,6 +670,13 @@ def main() -> None:
         results["decode"] = [row for length in args.max_new_tokens or [max_new]
                              for row in bench_decode(backends, prompts, k, length, args.repeats)]
         print_table(f"SmolLM2 decoding paths, k={k} ({args.repeats} alternating rounds)", results["decode"])
+    if "agreement" in sections:
+        backends = decode_backends(model, tok, (64 * k) if full else 16)
+        results["agreement"] = [row for length in args.max_new_tokens or [max_new]
+                                for row in decode_agreement(backends, prompts, k, length)]
+        for row in results["agreement"]:
+            print_table(f"fast_decode vs generate, {row['questions']} questions, k={k}, {row['max_new_tokens']} tokens",
+                        [{"measure": key, "value": value} for key, value in row.items()])
     if "qwen7b" in sections:
         if tok is None:
             sys.path.insert(0, str(ROOT / "tests"))
