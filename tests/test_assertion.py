@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@6 and answer@5).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@6 and answer@6).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -8,13 +8,15 @@ from __future__ import annotations
 import pytest
 
 from elical.annotate.assertion import (
+    answers_inner_question,
+    nested_question,
     asserts_gold,
     choice_of,
     chosen_option,
     gives_no_answer,
     question_options,
 )
-from elical.annotate.judges import JudgeQuery, MatchJudge, MentionJudge, extract_choice
+from elical.annotate.judges import JudgeQuery, MatchJudge, MentionJudge, compare_query, extract_choice
 
 BORN = "Who was born later, Marc De Clerck or Wieslaw Perszke?"
 
@@ -218,3 +220,39 @@ def test_the_same_unclear_multiple_choice_pick_word_for_word_is_the_same_asserti
     same = JudgeQuery("consistency", "Which city is the capital?", unclear, (unclear + "\n\nMore words.",), options)
     other = JudgeQuery("consistency", "Which city is the capital?", unclear, ("C. the capital of Australia",), options)
     assert MatchJudge().judge_batch([same, other]) == [True, False]
+
+
+NESTED = "Who was the mayor of the city where the Glass Bridge was built?"
+
+
+def test_a_nested_question_splits_at_the_clause_that_describes_its_noun_phrase():
+    outer, inner = nested_question(NESTED)
+    assert outer == ("mayor",) and set(inner) == {"city", "glass", "bridge", "built"}
+    assert nested_question("What is the city where the Glass Bridge was built?") is None  # asks for the phrase itself
+    assert nested_question("Where was the Glass Bridge built?") is None
+    assert nested_question("The city that never sleeps is in which state?") is None  # the phrase starts the question
+
+
+@pytest.mark.parametrize(
+    "reply, inner",
+    [
+        ("The city where the Glass Bridge was built is Oldport.", True),  # names the city, not its mayor
+        ("The Glass Bridge was built in Oldport, a city in Norland.", True),
+        ("The mayor of the city where the Glass Bridge was built was Ada Brook.", False),
+        ("The Glass Bridge stands in Oldport, whose mayor was Ada Brook.", False),  # the outer word: read as usual
+        ("Ada Brook.", False),  # a short answer repeats neither part
+        ("Ada Brook was the mayor.", False),
+    ],
+)
+def test_a_reply_that_answers_the_inner_question_answers_none(reply, inner):
+    assert answers_inner_question(NESTED, reply) is inner
+
+
+def test_the_answer_judge_reads_an_inner_answer_as_no_answer():
+    def decided(a: str, b: str) -> bool | None:
+        return compare_query(JudgeQuery("consistency", NESTED, a, (b,))).decision
+
+    inner = "The city where the Glass Bridge was built is Oldport."
+    assert decided(inner, inner) is False  # the same inner answer twice still answers nothing asked
+    assert decided("Ada Brook.", "The mayor of the city where the Glass Bridge was built was Ada Brook.") is True
+    assert MatchJudge().judge_batch([JudgeQuery("consistency", NESTED, inner, (inner,))]) == [True]  # match@6 unchanged

@@ -44,8 +44,11 @@ rules read the reply's sentences
 up to the first that says something beyond the question (an announcement such as "The answer to this
 question is:" is read past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
 two replies are the same answer only where both assert one and it is the same one; a yes/no question is
-answered by a yes or a no alone (answer@5), and a reply cut off by the token limit right before the
-answer it introduces ("The seminar was held at the") asserts none.
+answered by a yes or a no alone (answer@5), a reply cut off by the token limit right before the
+answer it introduces ("The seminar was held at the") asserts none. The answer judge (since answer@6)
+also reads a reply that answers the inner question of a nested one as asserting none
+(:func:`answers_inner_question`: "The state where Shringarpur is located is India." for "Who was in
+charge of the state where Shringarpur is located?").
 """
 
 from __future__ import annotations
@@ -708,6 +711,42 @@ def gives_no_answer(question: str, reply: str) -> bool:
         return True  # "The seminar was held at the" cut off before the answer it was about to name
     found = _NO_ANSWER.search(sentence)
     return found is not None and not re.search(re.escape(found.group()), question, re.IGNORECASE)
+
+
+# a noun phrase described by a clause of its own: "the state where ...", "the country that ..."
+_NESTED = re.compile(r"\b(?:the|a|an)\s+(?:[\w'’-]+\s+){0,3}?(?:where|that|which|whose|who|whom)\b", re.IGNORECASE)
+_WH_WORDS = frozenset("what which who whom whose where when why how".split())
+
+
+@lru_cache(maxsize=1 << 12)
+def nested_question(question: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The content words of a nested question's outer part and of its inner one, where the question asks
+    something of a noun phrase that a clause of its own describes ("Who was in charge of | the state
+    where Shringarpur is located?"); None for other questions, and where the outer part has no word of
+    its own ("What is | the city where ...?" asks for the noun phrase itself)."""
+    found = _NESTED.search(question)
+    if found is None or found.start() == 0:
+        return None
+    outer, inner = (tuple(t.text for t in _content(tokenize(part)) if t.text not in _WH_WORDS)
+                    for part in (question[: found.start()], question[found.start() :]))
+    return (outer, inner) if outer and inner else None
+
+
+@lru_cache(maxsize=1 << 16)
+def answers_inner_question(question: str, reply: str) -> bool:
+    """Whether the reply answers a nested question's inner question instead of it: its answering
+    sentence repeats words of the inner part and none of the outer part's ("The state where Shringarpur
+    is located is India." names the state, not who was in charge of it). A short answer repeats neither
+    and is read as usual. Cached, as the reference answer is compared with each of k samples."""
+    parts = nested_question(question)
+    sentence = _answering_sentence(question, reply) if parts else None
+    if parts is None or sentence is None:
+        return False
+    said = [t.text for t in tokenize(sentence)]
+    def repeated(word: str) -> bool:
+        return any(same_word(word, w) for w in said)
+    outer, inner = parts
+    return any(map(repeated, inner)) and not any(map(repeated, outer))
 
 
 _PIECE = re.compile(r"[,;:](?=\s)|[()\[\]\"“”]|\s(?:and|or|&)\s", re.IGNORECASE)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from elical.annotate.assertion import asserts_gold, compare_assertions
+from elical.annotate.assertion import answers_inner_question, asserts_gold, compare_assertions
 from elical.annotate.consistency import FUNCTION_WORDS, Comparison, compare_answers
 from elical.annotate.judge_registry import JUDGES, Task
 from elical.annotate.text import (
@@ -158,12 +158,16 @@ def judge_version(kind: str) -> str:
 
 def compare_query(query: JudgeQuery) -> Comparison:
     """The answer judge's rules on one consistency query: option letters for multiple choice (no
-    letter picked: different), else :func:`~elical.annotate.assertion.compare_assertions`."""
+    letter picked: different); a reply that answers a nested question's inner one is the same as
+    nothing (:func:`~elical.annotate.assertion.answers_inner_question`, since answer@6); else
+    :func:`~elical.annotate.assertion.compare_assertions`."""
     if query.task != "consistency":
         raise ValueError("the answer judge decides consistency; correctness has the match judge")
     if query.choices:
         return Comparison(bool(choice_decision(query)))
-    return compare_assertions(query.question, query.answer, query.references[0]) if query.references else Comparison(False)
+    if not query.references or any(answers_inner_question(query.question, x) for x in (query.answer, query.references[0])):
+        return Comparison(False)
+    return compare_assertions(query.question, query.answer, query.references[0])
 
 
 class MatchJudge(Judge):
