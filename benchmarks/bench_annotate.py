@@ -382,7 +382,8 @@ def whole_command(args: argparse.Namespace, out: Path, pipeline: bool) -> list[s
                "--consistency-judge", args.consistency_judge]
     for flag, value in (("--limit", args.limit), ("--batch-size", args.batch_size)):
         command += [flag, str(value)] if value else []
-    return command + (["--fast-decode"] if args.fast_decode else [])
+    # generate unless asked: auto would pick elical's loop on a GPU
+    return command + (["--fast-decode"] if args.fast_decode else ["--no-fast-decode"])
 
 
 class GpuSampler:

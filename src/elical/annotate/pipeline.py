@@ -17,6 +17,9 @@ at once (elical.core.folder_lock). A question whose generation keeps failing is 
 With ``pipeline`` on (by default where generation runs off the CPU), the last batch is judged in a thread
 while the next one is generated (elical.annotate.stages); the batches, so the records, are the serial
 path's. The meta file records each stage's seconds (``timings``).
+
+The HF backend's decoding path (``fast_decode``: auto, true, false) is resolved and recorded by
+elical.annotate.decoding.
 """
 
 from __future__ import annotations
@@ -40,6 +43,14 @@ from elical.annotate.backends.base import (
     group,
 )
 from elical.annotate.config import AnnotateConfig
+from elical.annotate.decoding import (
+    Decoding,
+    check_fast_decode,
+    check_same_path,
+    decoding_path,
+    earlier_check,
+    resolve_decoding,
+)
 from elical.annotate.judges import Judge, JudgeQuery, Judges  # Judges: importable here too
 from elical.annotate.progress import annotate_progress
 from elical.annotate.prompts import qa_prompt, verbal_prompt
@@ -234,13 +245,18 @@ def step_outputs(out_dir: Path) -> list[Path]:
             *out_dir.glob("meta-*of*.json"), *out_dir.glob("judge_cache.sqlite*")]
 
 
-def annotation_fingerprint(config: AnnotateConfig, versions: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+def annotation_fingerprint(config: AnnotateConfig, versions: Mapping[str, str | None] | None = None,
+                           fast: bool | None = None) -> dict[str, Any]:
     """What decides an annotation folder's records: the config's output settings and the versions of the
-    inputs it only names (``versions``, e.g. the model's weights; the Verbal-10 examples file is added)."""
+    inputs it only names (``versions``, e.g. the model's weights; the Verbal-10 examples file is added).
+    ``fast``: the decoding path the records are made with (:func:`resolve_decoding`), recorded as
+    ``fast_decode: true`` for elical's loop and left out for generate, as a folder made before auto existed
+    has it; by default ``config.fast_decode`` as it is (auto: left out)."""
     inputs = dict(versions or {})
     if config.verbal_examples:
         inputs["verbal_examples"] = path_version(config.verbal_examples)
-    return {**config.output_settings(), "input": inputs}
+    decided = config if fast is None else config.model_copy(update={"fast_decode": fast})
+    return {**decided.output_settings(), "input": inputs}
 
 
 def annotate(
@@ -254,7 +270,9 @@ def annotate(
     overwrite: bool = False,
     versions: Mapping[str, str | None] | None = None,
 ) -> list[Record]:
-    """Annotate the items of ``config.shard`` and return their records in item order.
+    """Annotate the items of ``config.shard`` and return their records in item order, with ``backend``
+    switched for the run to the decoding path :func:`resolve_decoding` picks (``config.fast_decode``: auto,
+    true or false; an HF backend's own ``fast_decode`` is as before afterwards).
 
     With ``out_dir``, records go to shard files as each chunk finishes and a rerun continues where
     the last one stopped. One process at a time works in a folder (elical.core.folder_lock), and only with
@@ -268,8 +286,10 @@ def annotate(
         return annotate_shard(items, backend, judges, config, None, progress, on_chunk)
     out = Path(out_dir)
     with folder_lock(out):
-        check_or_write_settings(out, annotation_fingerprint(config, versions), overwrite, "annotate", step_outputs(out))
-        return annotate_shard(items, backend, judges, config, out, progress, on_chunk)
+        decoding = resolve_decoding(config, backend, None if overwrite else out)
+        check_or_write_settings(out, annotation_fingerprint(config, versions, decoding.fast), overwrite, "annotate",
+                                step_outputs(out))
+        return annotate_shard(items, backend, judges, config, out, progress, on_chunk, decoding=decoding)
 
 
 def annotate_shard(
@@ -280,9 +300,13 @@ def annotate_shard(
     out: Path | None,
     progress: bool,
     on_chunk: Callable[[list[Record]], None] | None,
+    *,
+    decoding: Decoding | None = None,
 ) -> list[Record]:
     """:func:`annotate` once the folder (if any) is locked and its settings checked (the Ray engine's
-    workers call it: their driver holds the lock)."""
+    workers call it: their driver holds the lock); ``decoding``: the path :func:`resolve_decoding` chose
+    (by default resolved here: on Ray, the folder's)."""
+    decoding = decoding or resolve_decoding(config, backend, out)
     pool = None
     if judges is None:
         from elical.annotate.judge_factory import build_judges
@@ -291,14 +315,16 @@ def annotate_shard(
         pool = judge_pool(config.judges.workers) if config.judges.workers else None
         judges = build_judges(config, backend=backend, out_dir=out, pool=pool)
     try:
-        return _run_shard(select_shard(items, config.shard), backend, judges, config, out, progress, on_chunk)
+        with decoding_path(backend, decoding):
+            return _run_shard(select_shard(items, config.shard), backend, judges, config, out, progress, on_chunk,
+                              decoding)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
 
 
 def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, config: AnnotateConfig, out: Path | None,
-               progress: bool, on_chunk: Callable[[list[Record]], None] | None) -> list[Record]:
+               progress: bool, on_chunk: Callable[[list[Record]], None] | None, decoding: Decoding) -> list[Record]:
     """:func:`annotate_shard` once its judges are built: the batches of the shard's questions still to do,
     generated, judged and written in chunks (with ``config.pipeline``, each batch judged in a thread while the
     next is generated)."""
@@ -308,9 +334,16 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
     examples = load_verbal_examples(config, mine) if "verbal-10" in config.verbal else []
     index, count = parse_shard(config.shard)
     done = _start_folder(out, config, mine) if out is not None else {}
+    if out is not None:
+        check_same_path(done, decoding, out)
     todo = [item for item in mine if item.id not in done]
-    start = time.perf_counter()
     per_step = max(1, config.batch_size // max(1, config.k)) if config.backend == "hf" else max(1, config.batch_size)
+    record = decoding.as_meta()
+    if decoding.fast and out is not None:  # once per folder: a resume keeps the first run's
+        check = earlier_check(out) or (check_fast_decode(backend, mine, config, per_step) if todo else None)
+        if check is not None:
+            record["check"] = check
+    start = time.perf_counter()
     seq = len(shard_files(out, config.shard)) if out is not None else 0
     plan = batch_plan(mine, set(done), per_step, config.chunk_size)
     clock = StageClock()
@@ -357,7 +390,7 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
     elapsed = time.perf_counter() - start
     result = [done[item.id] for item in mine]
     if out is not None:
-        _write_shard_meta(out, config, backend, judges, result, todo, elapsed, clock, pipelined)
+        _write_shard_meta(out, config, backend, judges, result, todo, elapsed, clock, pipelined, record)
     return result
 
 
@@ -430,15 +463,17 @@ def _judges_use_answering_model(config: AnnotateConfig, backend: Backend) -> boo
 
 
 def _write_shard_meta(out: Path, config: AnnotateConfig, backend: Backend, judges: Judges, result: list[Record],
-                      todo: list[QAItem], elapsed: float, clock: StageClock, pipelined: bool) -> None:
-    """The shard's meta file (versions, backend, counts, speed of the questions annotated now, judge
-    calls); with one shard, also records.parquet."""
+                      todo: list[QAItem], elapsed: float, clock: StageClock, pipelined: bool,
+                      decoding: dict[str, Any]) -> None:
+    """The shard's meta file (versions, backend, decoding path and its check, counts, speed of the questions
+    annotated now, judge calls); with one shard, also records.parquet."""
     index, count = parse_shard(config.shard)
     fresh = {item.id for item in todo}
     answers = sum(1 + r.k for r in result if r.id in fresh and not r.failed)
     info = {
         "versions": _versions(),
         "backend": backend.describe(),
+        "decoding": decoding,  # generate or fast_decode, auto or forced, why; fast_decode's agreement check
         "shard": config.shard,
         "questions": len(result),
         "annotated_now": len(todo),

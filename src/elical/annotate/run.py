@@ -18,6 +18,7 @@ def annotate_sources(
     """Load the QA sources (``limit``: the first n questions of each dataset), build the backend and judges,
     and run (or resume) the annotation, here or on Ray workers (``config.engine``); ``overwrite`` discards
     the folder's earlier annotation (which a change of settings otherwise refuses)."""
+    from elical.annotate.decoding import Decoding, resolve_decoding, settled_decoding
     from elical.annotate.pipeline import annotate, annotation_fingerprint, step_outputs
     from elical.core.fingerprint import check_or_write_settings
     from elical.core.folder_lock import folder_lock
@@ -32,12 +33,25 @@ def annotate_sources(
     versions = {"model": model_version(config.model)} if config.backend != "openai" else {}
     items = load_many(sources, limit=limit)  # bad input stops here, before any lock or file
     with folder_lock(out):  # a second process or other settings stop here, before the model loads
-        check_or_write_settings(out, annotation_fingerprint(config, versions), overwrite, "annotate", step_outputs(out))
+        # the decoding path (pipeline.resolve_decoding): forced, or a resumed folder's, is known now; auto on a
+        # fresh folder needs the model, and a fresh folder's settings check cannot fail, so it waits for the model
+        decoding = settled_decoding(config, None if overwrite else out)
+        if decoding is None and config.engine == "ray":
+            decoding = Decoding(False, "auto", "the Ray engine's workers load the model, after the folder's settings "
+                                               "are recorded: set fast_decode true to decode with elical's loop there")
+        if decoding is not None:
+            check_or_write_settings(out, annotation_fingerprint(config, versions, decoding.fast), overwrite, "annotate",
+                                    step_outputs(out))
         if config.engine == "ray":
             from elical.annotate.ray_engine import annotate_on_ray
 
-            return annotate_on_ray(items, config, out)
-        return annotate(items, build_backend(config), None, config, out, versions=versions)
+            return annotate_on_ray(items, config, out)  # its workers follow the folder's path
+        backend = build_backend(config)
+        if decoding is None:
+            decoding = resolve_decoding(config, backend, None)
+            check_or_write_settings(out, annotation_fingerprint(config, versions, decoding.fast), overwrite, "annotate",
+                                    step_outputs(out))
+        return annotate(items, backend, None, config, out, versions=versions)
 
 
 def summarize(records: Sequence[Record]) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ def build_backend(config: AnnotateConfig) -> Backend:
 
         return HFBackend.from_pretrained(
             config.model, dtype=config.dtype, device=config.device, batch_size=config.batch_size, shared_prefix=config.shared_prefix,
-            fast_decode=config.fast_decode,
+            fast_decode=config.fast_decode is True,  # auto: generate until the annotation resolves its path
         )
     if config.backend == "openai":
         from elical.annotate.backends.openai import OpenAIBackend

@@ -9,13 +9,16 @@ temperature or top-k/top-p), so they equal one forward pass over prompt + answer
 buffers, the prompt's keys and values held once for its k samples, sync-free sampling, each step one
 CUDA graph on a GPU), for small models whose ``generate`` steps a GPU leaves waiting on the host and on
 copies. Greedy answers are the same; samples come from the same distribution but are other draws.
+An annotation decides which of the two a run uses (``fast_decode``: auto, true or false) and switches
+the backend to it (:meth:`HFBackend.set_fast_decode`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt, token_usage
@@ -63,13 +66,12 @@ class HFBackend(Backend):
         model_name: str | None = None,
         fast_decode: bool = False,
     ) -> None:
-        if fast_decode:
-            check_supported(model)
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.shared_prefix = shared_prefix
-        self.fast_decode = fast_decode
+        self.fast_decode = False
+        self.set_fast_decode(fast_decode)
         self._decoders: dict[tuple, Decoder] = {}
         self.model_name = model_name or getattr(model.config, "_name_or_path", "") or type(model).__name__
         if tokenizer.pad_token_id is None:
@@ -89,6 +91,23 @@ class HFBackend(Backend):
 
         model, tokenizer, source = load_model(spec, dtype=dtype, device=device)
         return cls(model, tokenizer, model_name=source.name, **kwargs)
+
+    def set_fast_decode(self, on: bool) -> None:
+        """Decode with elical's loop (``on``) or with ``generate`` from now on; a model the loop would decode
+        differently is refused (:func:`~.hf_decode.check_supported`)."""
+        if on:
+            check_supported(self.model)
+        self.fast_decode = on
+
+    @contextmanager
+    def decoding(self, fast: bool) -> Iterator[None]:
+        """Decode with elical's loop (``fast``) or ``generate`` inside the block, as before after it."""
+        before = self.fast_decode
+        self.set_fast_decode(fast)
+        try:
+            yield
+        finally:
+            self.fast_decode = before
 
     # ------------------------------------------------------------------ prompts
 

@@ -98,17 +98,39 @@ def _attention(config: Any, name: str) -> Iterator[None]:
         config._attn_implementation = before
 
 
-def check_supported(model: Any) -> None:
-    """Raise ValueError where this loop would decode differently from ``generate``."""
+def unsupported(model: Any) -> str | None:
+    """Why this loop would decode ``model`` differently from ``generate`` (None: it decodes it alike): an
+    attention function that reads no 4D mask, sliding-window layers, soft-capped attention logits."""
     attention = getattr(model.config, "_attn_implementation", None)
     if attention not in SUPPORTED_ATTENTION:
-        raise ValueError(f"fast_decode passes a 4D attention mask, which attention '{attention}' does not read; "
-                         f"load the model with attn_implementation in {SUPPORTED_ATTENTION} or leave fast_decode off")
+        return (f"fast_decode passes a 4D attention mask, which attention '{attention}' does not read "
+                f"(load the model with attn_implementation in {SUPPORTED_ATTENTION})")
     if "sliding_attention" in (getattr(model.config, "layer_types", None) or []):
-        raise ValueError("fast_decode keeps one full-attention mask, and this model has sliding-window layers; "
-                         "leave fast_decode off for it")
+        return "fast_decode keeps one full-attention mask, and this model has sliding-window layers"
     if getattr(model.config, "attn_logit_softcapping", None):
-        raise ValueError("fast_decode's attention does not soft-cap logits, and this model does; leave fast_decode off")
+        return "fast_decode's attention does not soft-cap logits, and this model does"
+    return None
+
+
+def check_supported(model: Any) -> None:
+    """Raise ValueError where this loop would decode differently from ``generate`` (:func:`unsupported`)."""
+    if (reason := unsupported(model)) is not None:
+        raise ValueError(f"{reason}; set fast_decode false (or leave it unset: auto) for this model")
+
+
+def auto_fast_decode(model: Any, repetition_penalty: float = 1.0, device: str | None = None) -> tuple[bool, str]:
+    """Whether ``fast_decode: auto`` decodes ``model`` with this loop, and why: where the model is on a CUDA
+    device (``device``: its type, by default ``model.device``'s), decodes alike (:func:`unsupported`) and no
+    repetition penalty is asked; elsewhere ``generate`` (on a CPU this loop is no faster)."""
+    device = device or model.device.type
+    if device != "cuda":
+        return False, f"the model is on {device}, where fast_decode is no faster than generate"
+    if repetition_penalty != 1.0:
+        return False, f"repetition_penalty {repetition_penalty}, which fast_decode does not apply"
+    if (reason := unsupported(model)) is not None:
+        return False, reason
+    attention = getattr(model.config, "_attn_implementation", None)
+    return True, f"the model is on {device} with {attention} attention, which fast_decode decodes as generate does"
 
 
 class SlotCache:
