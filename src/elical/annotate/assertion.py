@@ -715,7 +715,7 @@ def gives_no_answer(question: str, reply: str) -> bool:
 
 # a noun phrase described by a clause of its own: "the state where ...", "the country that ..."
 _NESTED = re.compile(r"\b(?:the|a|an)\s+(?:[\w'’-]+\s+){0,3}?(?:where|that|which|whose|who|whom)\b", re.IGNORECASE)
-_WH_WORDS = frozenset("what which who whom whose where when why how".split())
+_WH_WORDS = frozenset(["what", "which", "who", "whom", "whose", "where", "when", "why", "how"])
 
 
 @lru_cache(maxsize=1 << 12)
