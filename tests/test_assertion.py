@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@6 and answer@6).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@7 and answer@6).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -151,7 +151,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@6" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@7" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -255,4 +255,23 @@ def test_the_answer_judge_reads_an_inner_answer_as_no_answer():
     inner = "The city where the Glass Bridge was built is Oldport."
     assert decided(inner, inner) is False  # the same inner answer twice still answers nothing asked
     assert decided("Ada Brook.", "The mayor of the city where the Glass Bridge was built was Ada Brook.") is True
-    assert MatchJudge().judge_batch([JudgeQuery("consistency", NESTED, inner, (inner,))]) == [True]  # match@6 unchanged
+    assert MatchJudge().judge_batch([JudgeQuery("consistency", NESTED, inner, (inner,))]) == [True]  # match keeps its rules
+
+
+CHOICE_FILM = "Which film has the director who was born later, Making A Man or Night Of The Living Dead?"
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # an option of several words is found in any case: restating both options chooses neither
+        (CHOICE_FILM, "The film whose director was born later, making a man or night of the living dead, is", "Night Of The Living Dead", False),
+        (CHOICE_FILM, "making a man is the film whose director was born later.", "Making A Man", True),
+        # a word that only one option has names it, unless it is part of another name
+        ("Who was born first, Olga Fedori or Caleb Dyer?", "Olga Markova was born first.", "Olga Fedori", False),
+        ("Who was born first, Olga Fedori or Caleb Dyer?", "Olga Fedory was born first.", "Olga Fedori", True),  # misspelt
+        ("Who was born first, Olga Fedori or Caleb Dyer?", "Olga was born first.", "Olga Fedori", True),
+    ],
+)
+def test_an_option_is_named_whole_in_any_case_or_by_its_own_word_alone(question, reply, gold, expected):
+    assert asserts_gold(question, reply, [gold]) is expected

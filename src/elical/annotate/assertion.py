@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@6; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@7; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -7,7 +7,8 @@ the alias fills the answer's slot of the question. The rules, each general:
 1. **Choice questions.** Where a gold alias is one of the alternatives the question offers ("Who was
    born later, A or B?", "... out of A and B?"), or one of the question's two "A or B" alternatives
    lies inside a gold alias, the reply answers with the option it *chooses*: the first option it
-   names (whole, or by a word only that option has), leaving out mentions that restate the
+   names (whole, in any case where it has several words, or by a word only that option has, unless that
+   word is part of another name: match@7), leaving out mentions that restate the
    alternatives ("A or B"), negated ones ("not A"), the other side of a comparison ("than A",
    "compared to A") and the question repeated up to an option and cut off, where the sentence also
    states the question's comparison or only announces the option ("The answer is A"); naming one
@@ -56,6 +57,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import cached_property, lru_cache
 from itertools import pairwise
 
@@ -265,13 +267,29 @@ def chosen_option(question: str, reply: str, choice: Choice) -> int | None:
 
 
 def _mentions(tokens: Sequence[Token], choice: Choice) -> list[tuple[int, int, int]]:
-    """(position, end, option) of each option the tokens name: by its whole name, else (where the
-    sentence never names it whole) by a word that names it alone."""
+    """(position, end, option) of each option the tokens name: by its whole name, in any case where it has
+    several words ("making a man" for "Making A Man": only a lone abbreviation needs its capitals), else
+    (where the sentence never names it whole) by a word that names it alone, unless that word is part of
+    another name ("Buffet Fagarstache" names no "Buffet Froid")."""
     mentions: list[tuple[int, int, int]] = []
     for index, (words_of_option, short) in enumerate(zip(choice.options, choice.short_names)):
-        whole = [(p, p + len(words_of_option), index) for p in _find(tokens, words_of_option)]
-        mentions += whole or [(p, p + 1, index) for p, t in enumerate(tokens) if t.text in short and t.case != "lower"]
+        needle = words_of_option if len(words_of_option) < 2 else tuple(Token(t.text) for t in words_of_option)
+        whole = [(p, p + len(needle), index) for p in _find(tokens, needle)]
+        own = {t.text for t in words_of_option}
+
+        def alone(p: int) -> bool:  # no capitalized word beside it that the option lacks (misspelt: "Olga Feder")
+            return not any(0 <= i < len(tokens) and tokens[i].case != "lower" and tokens[i].text not in _STARTERS
+                           and not _spells_one_of(tokens[i].text, own) for i in (p - 1, p + 1))
+
+        mentions += whole or [(p, p + 1, index) for p, t in enumerate(tokens)
+                              if t.text in short and t.case != "lower" and alone(p)]
     return sorted(mentions)
+
+
+def _spells_one_of(word: str, words: set[str]) -> bool:
+    """Whether the word is one of ``words`` or a near spelling of one ("feder" / "fedori", "harad" /
+    "harrad": a similarity ratio of at least 0.7)."""
+    return word in words or any(SequenceMatcher(None, word, w).ratio() >= 0.7 for w in words)
 
 
 def _compares(words: Sequence[str], choice: Choice, asked: Sequence[Token]) -> bool | None:

@@ -33,7 +33,7 @@ class JudgeSpec:
 
 
 JUDGES: dict[str, JudgeSpec] = {spec.name: spec for spec in (
-    JudgeSpec("match", 6, BOTH, BOTH,
+    JudgeSpec("match", 7, BOTH, BOTH,
               "rules: the answer asserts a gold alias (DPR has_answer-style containment where it fills the "
               "answer's slot); consistency: the answers' cores agree"),
     JudgeSpec("mention", 3, BOTH, ("correctness",),
