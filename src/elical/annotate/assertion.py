@@ -276,14 +276,16 @@ def _mentions(tokens: Sequence[Token], choice: Choice) -> list[tuple[int, int, i
         needle = words_of_option if len(words_of_option) < 2 else tuple(Token(t.text) for t in words_of_option)
         whole = [(p, p + len(needle), index) for p in _find(tokens, needle)]
         own = {t.text for t in words_of_option}
-
-        def alone(p: int) -> bool:  # no capitalized word beside it that the option lacks (misspelt: "Olga Feder")
-            return not any(0 <= i < len(tokens) and tokens[i].case != "lower" and tokens[i].text not in _STARTERS
-                           and not _spells_one_of(tokens[i].text, own) for i in (p - 1, p + 1))
-
         mentions += whole or [(p, p + 1, index) for p, t in enumerate(tokens)
-                              if t.text in short and t.case != "lower" and alone(p)]
+                              if t.text in short and t.case != "lower" and _alone(tokens, p, own)]
     return sorted(mentions)
+
+
+def _alone(tokens: Sequence[Token], p: int, own: set[str]) -> bool:
+    """Whether no capitalized word beside position ``p`` is one the option (its words ``own``) lacks; a near
+    spelling of one of them is the option misspelt ("Olga Feder" for "Olga Fedori")."""
+    return not any(0 <= i < len(tokens) and tokens[i].case != "lower" and tokens[i].text not in _STARTERS
+                   and not _spells_one_of(tokens[i].text, own) for i in (p - 1, p + 1))
 
 
 def _spells_one_of(word: str, words: set[str]) -> bool:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from elical.annotate.backends.base import Backend, Generation
 from elical.annotate.config import AnnotateConfig
+from elical.annotate.folder import step_outputs
 from elical.annotate.prompts import qa_prompt
 from elical.core.fingerprint import recorded_settings
 from elical.core.inputs import InputError
@@ -55,8 +56,6 @@ class Decoding:
 def folder_decoding(out: Path) -> bool | None:
     """Whether the folder's annotation was made with elical's loop (its settings record ``fast_decode: true``)
     or generate (absent); None where the folder holds no annotation yet."""
-    from elical.annotate.pipeline import step_outputs  # the pipeline imports this module
-
     if not any(path.exists() for path in step_outputs(out)):
         return None
     return bool((recorded_settings(out, "annotate") or {}).get("fast_decode"))

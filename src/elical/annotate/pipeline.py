@@ -51,6 +51,7 @@ from elical.annotate.decoding import (
     earlier_check,
     resolve_decoding,
 )
+from elical.annotate.folder import shard_files, step_outputs
 from elical.annotate.judges import Judge, JudgeQuery, Judges  # Judges: importable here too
 from elical.annotate.progress import annotate_progress
 from elical.annotate.prompts import qa_prompt, verbal_prompt
@@ -231,18 +232,6 @@ def _add_answers(rec: Record, answer: Generation, samples: Sequence[Generation],
 
 
 # ---------------------------------------------------------------------------- the resumable run
-
-
-def shard_files(out_dir: Path, shard: str) -> list[Path]:
-    """This shard's record files already written, in order."""
-    index, count = parse_shard(shard)
-    return sorted((out_dir / "shards").glob(f"part-{index}of{count}-*.parquet"))
-
-
-def step_outputs(out_dir: Path) -> list[Path]:
-    """Everything an annotation writes in ``out_dir`` (what ``overwrite`` deletes; nothing else is touched)."""
-    return [out_dir / "annotate.yaml", out_dir / "shards", out_dir / "records.parquet",
-            *out_dir.glob("meta-*of*.json"), *out_dir.glob("judge_cache.sqlite*")]
 
 
 def annotation_fingerprint(config: AnnotateConfig, versions: Mapping[str, str | None] | None = None,

@@ -156,7 +156,7 @@ def _plan(items: Sequence[QAItem], count: int, out: Path) -> dict[str, list[QAIt
 
 def _unfinished(shards: dict[str, list[QAItem]], out: Path) -> list[str]:
     """The shards whose files do not yet hold every one of their questions."""
-    from elical.annotate.pipeline import shard_files
+    from elical.annotate.folder import shard_files
     from elical.records import read_parquet
 
     todo = []

@@ -19,7 +19,8 @@ def annotate_sources(
     and run (or resume) the annotation, here or on Ray workers (``config.engine``); ``overwrite`` discards
     the folder's earlier annotation (which a change of settings otherwise refuses)."""
     from elical.annotate.decoding import Decoding, resolve_decoding, settled_decoding
-    from elical.annotate.pipeline import annotate, annotation_fingerprint, step_outputs
+    from elical.annotate.folder import step_outputs
+    from elical.annotate.pipeline import annotate, annotation_fingerprint
     from elical.core.fingerprint import check_or_write_settings
     from elical.core.folder_lock import folder_lock
     from elical.data import load_many
