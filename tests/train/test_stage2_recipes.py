@@ -13,7 +13,7 @@ from test_train import config
 
 from elical.records import read_records
 from elical.train.config import TrainConfig
-from elical.train.recalibrate import fit_platt, fold_into_head
+from elical.train.platt import fit_platt, fold_into_head
 
 
 def _stage1_and(recipe: str, model_dir, records_file, out, **overrides) -> tuple[dict, dict, dict]:

@@ -22,17 +22,22 @@ from elical.model.settings import ModelConfig, ModelFields, PromptFields
 
 
 # TrainConfig fields of EliCal's calibration stage only (recorded through stage2_settings)
-ELICAL_STAGE2 = {"stage2", "stage2_mix", "stage2_l2sp"}
+ELICAL_STAGE2 = {"stage2", "stage2_mix", "stage2_l2sp", "stage2_refit"}
 
 
-def stage2_settings(mode: str, stage2: str, stage2_mix: float, stage2_l2sp: float) -> dict[str, object]:
+def stage2_settings(mode: str, stage2: str, stage2_mix: float, stage2_l2sp: float,
+                    stage2_refit: bool = False) -> dict[str, object]:
     """What the stage-2 recipe adds to the settings that decide a model: nothing for the paper's full
     update (so folders made before recipes existed still resume) or for modes other than elical; a recipe's
-    own setting (stage2_mix, stage2_l2sp) only with that recipe."""
-    if mode != "elical" or stage2 == "full":
+    own setting (stage2_mix, stage2_l2sp) only with that recipe; stage2_refit only when on, with a recipe
+    that trains (not platt)."""
+    if mode != "elical":
         return {}
+    refit: dict[str, object] = {"stage2_refit": True} if stage2_refit and stage2 != "platt" else {}
+    if stage2 == "full":
+        return refit
     own = {"mixed": {"stage2_mix": stage2_mix}, "l2sp": {"stage2_l2sp": stage2_l2sp}}.get(stage2, {})
-    return {"stage2": stage2, **own}
+    return {"stage2": stage2, **own, **refit}
 
 
 def stage2_epochs(n_labels: int, epochs: int | None = None, passes: int | None = None, min_epochs: int = 3,
@@ -77,6 +82,15 @@ class TrainSettings(YamlConfig, ModelFields):
             "l2sp: alpha of the penalty (alpha / 2) * sum ||w - w_stage1||^2 added to stage 2's loss (a mean over "
             "the batch's questions); 0: the full update exactly, larger: closer to stage 1 (on the world, 0.01 is near "
             "full and 1 near stage 1; docs/measurements.md)"))
+    stage2_refit: Annotated[bool, Output.COMPUTED] = Field(
+        False, description=(
+            "EliCal's stage 2 (full, mixed, l2sp, head): before its first epoch, stage 1's logit is mapped through "
+            "a logistic fit on the stage's training labels (a * logit + b, a >= 0, as stage2 platt) folded into "
+            "the head's last layer, so training starts from confidences near the accuracy with stage 1's ranking. "
+            "Without it an MLP head fitted to self-consistency (mostly above 0.5) outputs about 0.5 wherever its "
+            "last ReLU layer is silent, and stage 2 lowers confidences by silencing units: questions pile up on "
+            "that constant (benchmarks/results/world_stage2_collapse_cpu.md). Recorded only when on, and only in EliCal's "
+            "stage-2 settings (Eli-Only, Cal-Only and stage 1 keep their digests)"))
     val_fraction: Annotated[float, Range(0, 1, low_open=True, high_open=True)] = 0.1
     # optimisation
     loss: Literal["mse", "bce"] = "mse"

@@ -12,7 +12,15 @@ from typing import Any
 import torch
 
 from elical.train.config import TrainConfig
-from elical.train.loop import Stage, StageData, TrainingError, epoch_batches, per_question_loss
+from elical.train.loop import (
+    Stage,
+    StageData,
+    TrainingError,
+    epoch_batches,
+    per_question_loss,
+    refit_head,
+    refits,
+)
 from elical.train.predict import last_token_outputs
 from elical.train.selection import Selector, validation_metrics
 
@@ -54,6 +62,11 @@ def train_head(model, data: StageData, cfg: TrainConfig, features: torch.Tensor,
 
     head = model.head
     device = next(head.parameters()).device
+    refit = None
+    if refits(cfg, stage.name):  # stage2 head with stage2_refit: stage 1's logit mapped to the labels first
+        with torch.no_grad():
+            logits = head(features[data.train].to(device)).squeeze(-1).float().cpu().tolist()
+        refit = refit_head(head, logits, [data.targets[i] for i in data.train])
     torch.manual_seed(cfg.seed)
     params = [p for p in head.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=stage.lr, weight_decay=cfg.weight_decay)
@@ -99,7 +112,7 @@ def train_head(model, data: StageData, cfg: TrainConfig, features: torch.Tensor,
     return {"stage": stage.name, "best_val_mse": chosen_val, "best_epoch": chosen, "selection": reason,
             "selection_rule": cfg.selection, "lowest_val_epoch": best_epoch, "warmup_steps": warmup,
             "epochs_run": epochs_run, "steps": step, "history": history, "train_size": len(data.train),
-            "val_size": len(data.val), "best": str(stage_dir / "best")}
+            "val_size": len(data.val), "best": str(stage_dir / "best"), **({"refit": refit} if refit else {})}
 
 
 def _head_epoch(head: torch.nn.Module, features: torch.Tensor, targets: torch.Tensor, data: StageData,

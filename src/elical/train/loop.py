@@ -100,6 +100,34 @@ def add_l2sp_grad(anchor: Anchor, alpha: float) -> torch.Tensor:
     return l2sp_penalty(anchor, alpha)
 
 
+CALIBRATION_STAGE = "stage2-cal"  # EliCal's stage 2 (trainer.STAGE_NAMES["cal"]); cal-only's stage has no stage 1 to refit
+
+
+def refits(cfg: TrainConfig, stage_name: str) -> bool:
+    """Whether this stage starts from stage 1's logit refitted to its labels (``stage2_refit``)."""
+    return cfg.stage2_refit and cfg.mode == "elical" and stage_name == CALIBRATION_STAGE
+
+
+def refit_head(head: torch.nn.Module, logits: Sequence[float], targets: Sequence[float]) -> dict[str, float] | None:
+    """``stage2_refit``: fold the Platt fit of ``targets`` (soft labels) on ``logits`` into the head's last
+    linear layer, so it outputs a * logit + b (elical.train.platt, the fit of ``stage2: platt``). Returns
+    {"a", "b"}, or None (head unchanged) where the fit is undefined (every target alike) or would flatten
+    the ranking (a == 0)."""
+    import numpy as np
+
+    from elical.core.inputs import InputError
+    from elical.train.platt import fit_platt, fold_into_head
+
+    try:
+        a, b = fit_platt(np.asarray(logits, dtype=float), np.asarray(targets, dtype=float))
+    except InputError:
+        return None
+    if a <= 0:
+        return None
+    fold_into_head(head, a, b)
+    return {"a": a, "b": b}
+
+
 def epoch_batches(train: Sequence[int], batch_size: int, seed: int, epoch: int) -> list[list[int]]:
     """The seeded shuffle of an epoch cut into optimizer batches (reproducible, so resume can skip)."""
     order = list(train)
@@ -141,6 +169,7 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
         return json.loads(done_file.read_text())
     if not data.train or not data.val:
         raise ValueError(f"{stage.name}: empty training or validation split")
+    refit = _refit_start(model, data, stage, cfg, accelerator) if refits(cfg, stage.name) else None
     run = _prepare(model, data, stage, cfg, accelerator, stage_dir, save_best)
     note = one_class_note(run.val_targets, data.val_labels())
     if note:  # said once, not as 'val AUROC nan' every epoch
@@ -149,11 +178,27 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
         run.state.last_confidences = _validate(run, 0, None)
     _train_epochs(run, show_progress)
     summary = _select(run)
+    if refit is not None:
+        summary["refit"] = refit
     _write_history(stage_dir, run.state.history, accelerator)
     if accelerator.is_main_process:
         done_file.write_text(json.dumps(summary, indent=1))
     accelerator.wait_for_everyone()
     return summary
+
+
+def _refit_start(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerator) -> dict[str, float] | None:
+    """``stage2_refit``: the unprepared model's logits on the training questions (each process computes all of
+    them, so every process folds the same map), refitted to their targets in the head (:func:`refit_head`).
+    A resumed stage redoes it; its checkpoint's weights then replace the model's."""
+    logits = predict_logits(model, data.seqs, data.train, data.pad_id, 2 * cfg.tokens_per_batch, cfg.row_length)
+    refit = refit_head(model.head, [logits[i] for i in data.train], [data.targets[i] for i in data.train])
+    if refit is None:
+        accelerator.print(f"{stage.name}: stage2_refit skipped (its training targets give no increasing map)")
+    else:
+        accelerator.print(f"{stage.name}: starts from stage 1's logit refitted to the labels: "
+                          f"{refit['a']:.3f} x logit {refit['b']:+.3f}")
+    return refit
 
 
 @dataclass

@@ -26,6 +26,14 @@ At 1e-3 the old rule kept epoch 2 of seed 2 (stopped at epoch 5, during the near
 confidences stay nearly constant; no epoch is good): lower ``lr_stage2`` there. Refitting the stage-1
 head to the labels (an affine map of its logit) before stage 2 was tried and dropped: no consistent
 gain (3e-4: 0.721 / 0.703 / 0.676).
+
+Later (issue 23, lens on, 135 training / 15 validation labels) one seed's stage 2 fell to a near-constant
+confidence again at 1e-3 (in-domain AUROC 0.620 from Eli-Only's 0.779). That was not this rule's doing: the
+epoch kept (the last) still ranked its 15 validation questions at AUROC 0.705, so no rule on them could have
+refused it. The cause was the start: the MLP head, fitted to self-consistency, outputs sigmoid(its last bias)
+~ 0.49 wherever its last ReLU layer is silent, and stage 2 lowered confidences by silencing units (55 % of
+the evaluation questions ended on that one value). ``stage2_refit`` (TrainSettings) starts stage 2 from stage
+1's logit refitted to the labels instead (benchmarks/results/world_stage2_collapse_cpu.md).
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequenc
                  *([Output.CALIBRATION] if key != "cal" else [])}
     settings: dict[str, Any] = {**output_settings(cfg, leave_out), "epochs": epochs, "lr": lr, **_precision(cfg)}
     if key == "cal":
-        settings.update(stage2_settings(cfg.mode, cfg.stage2, cfg.stage2_mix, cfg.stage2_l2sp))
+        settings.update(stage2_settings(cfg.mode, cfg.stage2, cfg.stage2_mix, cfg.stage2_l2sp, cfg.stage2_refit))
         if label_order is not None:  # the random draw adds nothing (folders made before selection still resume)
             settings["label_selection"] = label_order.settings()
     settings["input"] = {"model": model_version(cfg.model), "data": _data_version(records, plan), "start": start}
