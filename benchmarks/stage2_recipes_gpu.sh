@@ -16,6 +16,10 @@ RECIPES=${RECIPES:-"head platt mixed"}
 # BASE_TRAIN: more train settings of the base run, e.g. 'methods: [eli-only, elical], budgets: [100, 300, 1000]'
 # (12 models instead of 27: no Cal-Only and no all-labels models; the tabulator then prints n/a for them)
 BASE_TRAIN=${BASE_TRAIN:-}
+# EXTRA: more stage-2 settings of every recipe run, e.g. 'stage2_refit: true'; TAG then names those runs
+# (<recipe>-<TAG>), so they sit beside the plain recipes' runs
+EXTRA=${EXTRA:-}
+TAG=${TAG:-}
 [ -d .gpu/head/src ] && export ELICAL_SRC=$PWD/.gpu/head/src
 # shellcheck source=benchmarks/gpu_setup.sh
 source benchmarks/gpu_setup.sh || exit 1
@@ -35,7 +39,8 @@ if [ ! -f "$OUT/full/done" ] && [ ! -f /tmp/runs/full.done ]; then
   tail -n 2 "$OUT/full/console.txt"
   [ -f /tmp/runs/full.done ] || exit 0
 fi
-for recipe in $RECIPES; do
+for plain in $RECIPES; do
+  recipe=$plain${TAG:+-$TAG}
   [ -f "/tmp/runs/$recipe.done" ] && continue
   left=$(( end - $(date +%s) ))
   [ "$left" -lt 60 ] && { echo "time left $left s: rerun to continue with $recipe"; exit 0; }
@@ -44,7 +49,7 @@ for recipe in $RECIPES; do
   cat > "$ASSETS/recipe-$recipe.yaml" <<YAML
 name: smollm2-qa-full-relabelled5-$recipe
 qa: {pool: [], eval: [], records: $records}
-train: {workers: ${WORKERS:-6}, methods: [eli-only, elical], budgets: [100, 300, 1000], settings: {stage2: $recipe}}
+train: {workers: ${WORKERS:-6}, methods: [eli-only, elical], budgets: [100, 300, 1000], settings: {stage2: $plain${EXTRA:+, $EXTRA}}}
 YAML
   mkdir -p "$OUT/$recipe"
   PRESET=smollm2-qa-full CONFIG=$ASSETS/recipe-$recipe.yaml RUN=$run OUT=$OUT/$recipe LIMIT_S=$left \
