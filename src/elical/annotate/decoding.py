@@ -33,7 +33,9 @@ FAST_DECODE_CHECK = 64
 ``decoding.check`` in the meta file records how many share generate's greedy token ids and the largest
 token log-prob difference among those. On a CPU in float32 they agree on every question; on a bf16 GPU
 batch effects change some greedy answers, and generate disagrees with itself at another batch size about
-as often (78 % the same at 16 new tokens on an H200, either way). 0: no check."""
+as often (SmolLM2 on an H200 at 24 new tokens, 1,024 questions: 72.4 % of the loop's greedy answers equal
+generate's, 71.4 % of generate's at another batch size; benchmarks/results/fast_decode_agreement_h200.txt).
+0: no check."""
 
 
 @dataclass(frozen=True)
