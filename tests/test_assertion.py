@@ -9,11 +9,11 @@ import pytest
 
 from elical.annotate.assertion import (
     answers_inner_question,
-    nested_question,
     asserts_gold,
     choice_of,
     chosen_option,
     gives_no_answer,
+    nested_question,
     question_options,
 )
 from elical.annotate.judges import JudgeQuery, MatchJudge, MentionJudge, compare_query, extract_choice
