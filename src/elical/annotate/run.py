@@ -34,7 +34,7 @@ def annotate_sources(
     versions = {"model": model_version(config.model)} if config.backend != "openai" else {}
     items = load_many(sources, limit=limit)  # bad input stops here, before any lock or file
     with folder_lock(out):  # a second process or other settings stop here, before the model loads
-        # the decoding path (pipeline.resolve_decoding): forced, or a resumed folder's, is known now; auto on a
+        # the decoding path (decoding.resolve_decoding): forced, or a resumed folder's, is known now; auto on a
         # fresh folder needs the model, and a fresh folder's settings check cannot fail, so it waits for the model
         decoding = settled_decoding(config, None if overwrite else out)
         if decoding is None and config.engine == "ray":
