@@ -16,7 +16,7 @@ from elical.annotate.backends import hf_decode
 from elical.annotate.backends.hf import HFBackend
 from elical.annotate.decoding import Decoding, check_same_path, resolve_decoding, settled_decoding
 from elical.annotate.pipeline import annotation_fingerprint
-from elical.core.fingerprint import SettingsMismatch, digest, recorded_settings
+from elical.core.fingerprint import digest, recorded_settings
 from elical.core.inputs import InputError
 from elical.records import read_parquet
 
@@ -125,7 +125,7 @@ def test_a_folder_made_with_fast_decode_resumes_with_it_forced_or_auto_never_wit
     annotate(make_items(5), backend, None, fast, tmp_path, progress=False)  # forced on: resumes
     annotate(make_items(6), backend, None, CONFIG, tmp_path, progress=False)  # auto, on a CPU: keeps the folder's path
     assert paths(tmp_path) == {True} and meta(tmp_path)["decoding"]["chosen"] == "auto"
-    with pytest.raises(SettingsMismatch, match="fast_decode true → \\(unset\\)"):
+    with pytest.raises(InputError, match="made with fast_decode, and fast_decode: false would decode with generate"):
         annotate(make_items(7), backend, None, CONFIG.model_copy(update={"fast_decode": False}), tmp_path, progress=False)
 
 
@@ -136,8 +136,10 @@ def test_resolver_follows_the_folder_before_the_model(backend, tmp_path):
     annotate(make_items(3), backend, None, CONFIG, tmp_path, progress=False)  # generate (CPU)
     follows = resolve_decoding(CONFIG, backend, tmp_path, device="cuda")
     assert not follows.fast and follows.chosen == "auto" and settled_decoding(CONFIG, tmp_path) == follows
-    assert resolve_decoding(CONFIG.model_copy(update={"fast_decode": True}), backend, tmp_path) == \
-        Decoding(True, "forced", "fast_decode: true")  # forced: the settings check then refuses it
+    with pytest.raises(InputError, match="made with generate, and fast_decode: true would decode with fast_decode"):
+        resolve_decoding(CONFIG.model_copy(update={"fast_decode": True}), backend, tmp_path)  # forced the other way
+    assert resolve_decoding(CONFIG.model_copy(update={"fast_decode": True}), backend, None) == \
+        Decoding(True, "forced", "fast_decode: true")  # no folder (or --overwrite): as forced
     penalty = resolve_decoding(CONFIG.model_copy(update={"repetition_penalty": 1.05}), backend, None, device="cuda")
     assert not penalty.fast and "repetition_penalty" in penalty.why
     assert not settled_decoding(AnnotateConfig(backend="vllm"), None).fast  # type: ignore[union-attr]

@@ -65,10 +65,17 @@ def folder_decoding(out: Path) -> bool | None:
 
 def settled_decoding(config: AnnotateConfig, folder: Path | None) -> Decoding | None:
     """The decoding path as far as the config and ``folder`` (None: a fresh start) decide it, before a
-    model is loaded: ``fast_decode`` true or false, generate on a backend other than hf, and on resume the
-    path the folder's records were made with; None where auto must see the model."""
+    model is loaded: ``fast_decode`` true or false (refused in one line where the folder's annotation was made
+    on the other path), generate on a backend other than hf, and on resume the path the folder's records were
+    made with; None where auto must see the model."""
     if config.fast_decode is not None:
-        return Decoding(config.fast_decode, "forced", f"fast_decode: {str(config.fast_decode).lower()}")
+        forced = Decoding(config.fast_decode, "forced", f"fast_decode: {str(config.fast_decode).lower()}")
+        made = folder_decoding(folder) if folder is not None else None
+        if made is not None and made != forced.fast:  # said plainly, before the settings check says "(unset)"
+            raise InputError(f"{folder}: its annotation was made with {'fast_decode' if made else 'generate'}, and "
+                             f"{forced.why} would decode with {forced.path}; a folder never mixes the two: leave "
+                             f"fast_decode unset (auto keeps the folder's path), or --overwrite to start over")
+        return forced
     if config.backend != "hf":
         return Decoding(False, "auto", f"fast_decode applies to the hf backend, not {config.backend}")
     recorded = folder_decoding(folder) if folder is not None else None
