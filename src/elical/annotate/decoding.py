@@ -38,6 +38,11 @@ generate's, 71.4 % of generate's at another batch size; benchmarks/results/fast_
 0: no check."""
 
 
+def path_name(fast: bool) -> str:
+    """The decoding path's name, as the meta file and the messages say it."""
+    return "fast_decode" if fast else "generate"
+
+
 @dataclass(frozen=True)
 class Decoding:
     """How the HF backend decodes an annotation: elical's loop (``fast``) or ``generate``; whether the
@@ -49,7 +54,7 @@ class Decoding:
 
     @property
     def path(self) -> str:
-        return "fast_decode" if self.fast else "generate"
+        return path_name(self.fast)
 
     def as_meta(self) -> dict[str, Any]:
         return {"path": self.path, "chosen": self.chosen, "why": self.why}
@@ -72,7 +77,7 @@ def settled_decoding(config: AnnotateConfig, folder: Path | None) -> Decoding | 
         forced = Decoding(config.fast_decode, "forced", f"fast_decode: {str(config.fast_decode).lower()}")
         made = folder_decoding(folder) if folder is not None else None
         if made is not None and made != forced.fast:  # said plainly, before the settings check says "(unset)"
-            raise InputError(f"{folder}: its annotation was made with {'fast_decode' if made else 'generate'}, and "
+            raise InputError(f"{folder}: its annotation was made with {path_name(made)}, and "
                              f"{forced.why} would decode with {forced.path}; a folder never mixes the two: leave "
                              f"fast_decode unset (auto keeps the folder's path), or --overwrite to start over")
         return forced
@@ -80,9 +85,8 @@ def settled_decoding(config: AnnotateConfig, folder: Path | None) -> Decoding | 
         return Decoding(False, "auto", f"fast_decode applies to the hf backend, not {config.backend}")
     recorded = folder_decoding(folder) if folder is not None else None
     if recorded is not None:
-        path = "fast_decode" if recorded else "generate"
-        return Decoding(recorded, "auto", f"the folder's annotation decodes with {path} (its settings), and a resume "
-                                          "keeps its path")
+        return Decoding(recorded, "auto", f"the folder's annotation decodes with {path_name(recorded)} (its settings), "
+                                          "and a resume keeps its path")
     return None
 
 
@@ -164,7 +168,7 @@ def earlier_check(out: Path) -> dict[str, Any] | None:
 def check_same_path(done: Mapping[str, Record], decoding: Decoding, out: Path) -> None:
     """Refuse to add records decoded on another path than the folder's records were (their ``generation``
     note names fast_decode when it made them); the settings check refuses this first, this guards it."""
-    made = {"fast_decode" if (rec.generation or {}).get("fast_decode") else "generate" for rec in done.values()}
+    made = {path_name(bool((rec.generation or {}).get("fast_decode"))) for rec in done.values()}
     other = sorted(made - {decoding.path})
     if other:
         raise InputError(f"{out}: its records were made with {other[0]}, and this run would decode with "

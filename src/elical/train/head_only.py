@@ -12,15 +12,7 @@ from typing import Any
 import torch
 
 from elical.train.config import TrainConfig
-from elical.train.loop import (
-    Stage,
-    StageData,
-    TrainingError,
-    epoch_batches,
-    per_question_loss,
-    refit_head,
-    refits,
-)
+from elical.train.loop import Stage, StageData, TrainingError, epoch_batches, per_question_loss, refit_head
 from elical.train.predict import last_token_outputs
 from elical.train.selection import Selector, validation_metrics
 
@@ -63,7 +55,7 @@ def train_head(model, data: StageData, cfg: TrainConfig, features: torch.Tensor,
     head = model.head
     device = next(head.parameters()).device
     refit = None
-    if refits(cfg, stage.name):  # stage2 head with stage2_refit: stage 1's logit mapped to the labels first
+    if stage.refit:  # stage2 head with stage2_refit: stage 1's logit mapped to the labels first
         with torch.no_grad():
             logits = head(features[data.train].to(device)).squeeze(-1).float().cpu().tolist()
         refit = refit_head(head, logits, [data.targets[i] for i in data.train])

@@ -55,13 +55,15 @@ class Stage:
     """Name (also the folder), epochs and learning rate of a stage; ``fingerprint`` is the digest of
     its settings, which a checkpoint must carry to be resumed. ``l2sp``: alpha of an L2-SP penalty
     (alpha / 2) * sum ||w - w_start||^2 on every trainable weight, w_start its value when the stage starts
-    (EliCal's stage 2 l2sp: stage 1's); 0, none. The recorded train loss includes it."""
+    (EliCal's stage 2 l2sp: stage 1's); 0, none. The recorded train loss includes it. ``refit``: the stage
+    starts from the model's logit Platt-refitted to its targets (EliCal's stage 2 with ``stage2_refit``)."""
 
     name: str
     epochs: int
     lr: float
     fingerprint: str = ""
     l2sp: float = 0.0
+    refit: bool = False
 
 
 def per_question_loss(logits: torch.Tensor, target: torch.Tensor, kind: str) -> torch.Tensor:
@@ -98,14 +100,6 @@ def add_l2sp_grad(anchor: Anchor, alpha: float) -> torch.Tensor:
             else:
                 p.grad.add_(step.to(p.grad.dtype))
     return l2sp_penalty(anchor, alpha)
-
-
-CALIBRATION_STAGE = "stage2-cal"  # EliCal's stage 2 (trainer.STAGE_NAMES["cal"]); cal-only's stage has no stage 1 to refit
-
-
-def refits(cfg: TrainConfig, stage_name: str) -> bool:
-    """Whether this stage starts from stage 1's logit refitted to its labels (``stage2_refit``)."""
-    return cfg.stage2_refit and cfg.mode == "elical" and stage_name == CALIBRATION_STAGE
 
 
 def refit_head(head: torch.nn.Module, logits: Sequence[float], targets: Sequence[float]) -> dict[str, float] | None:
@@ -169,7 +163,7 @@ def run_stage(model, data: StageData, stage: Stage, cfg: TrainConfig, accelerato
         return json.loads(done_file.read_text())
     if not data.train or not data.val:
         raise ValueError(f"{stage.name}: empty training or validation split")
-    refit = _refit_start(model, data, stage, cfg, accelerator) if refits(cfg, stage.name) else None
+    refit = _refit_start(model, data, stage, cfg, accelerator) if stage.refit else None
     run = _prepare(model, data, stage, cfg, accelerator, stage_dir, save_best)
     note = one_class_note(run.val_targets, data.val_labels())
     if note:  # said once, not as 'val AUROC nan' every epoch

@@ -425,7 +425,8 @@ def _train_stages(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, 
         stage_dir = out / spec.name
         l2sp = cfg.stage2_l2sp if cfg.mode == "elical" and cfg.stage2 == "l2sp" else 0.0
         l2sp = l2sp if spec.name == STAGE_NAMES["cal"] else 0.0  # stage 2, pulled toward stage 1's weights
-        stage = Stage(spec.name, spec.epochs, spec.lr, digest(spec.settings), l2sp)
+        refit = cfg.stage2_refit and cfg.mode == "elical" and spec.name == STAGE_NAMES["cal"]  # cal-only: no stage 1
+        stage = Stage(spec.name, spec.epochs, spec.lr, digest(spec.settings), l2sp, refit)
         on_features = cfg.mode == "head-only" or (spec.name == STAGE_NAMES["cal"] and cfg.stage2 in ("head", "platt"))
         if start is not None and spec.name == STAGE_NAMES["eli"]:
             summaries.append(start.summary)  # the model in memory is its selected one
