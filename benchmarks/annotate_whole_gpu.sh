@@ -12,6 +12,8 @@
 #   FAST=1: both paths with --fast-decode (the 328 questions/s decoding path);
 #   JUDGE_WORKERS=N: the pipelined runs judge with N processes (annotate.judges.workers; rules spread, the
 #   embeddings in the main process); 0 keeps the judges in the annotating process.
+#   BEFORE=DIR: instead of serial vs pipelined, the source tree DIR/src (a `git archive <commit> src`, carried)
+#   against this script's tree, both pipelined (bench_annotate.py --before-src).
 # Assets as for speed_gpu.sh / smollm2_qa_gpu.sh (QA=1 GEO=0 bash benchmarks/smollm2_geo_assets.sh builds
 # .gpu/p1..p3; carry one per call, this command each time, until the parts are joined).
 # Sizes: at the 32.9 questions/s, LIMIT=100 (900 questions) is ~30 s a serial run, so the default
@@ -37,6 +39,7 @@ source "$here/gpu_setup.sh" >/dev/null || exit 1
 [ "$GPU_READY" = 1 ] || { echo "assets not complete: send the next part"; exit 0; }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fast=(); [ "$FAST" = 1 ] && fast=(--fast-decode)
+[ -n "${BEFORE:-}" ] && fast+=(--before-src "$BEFORE/src")
 python3 "$here/bench_annotate.py" --whole --subject files --data "$ASSETS/data/qa" --model "$ASSETS/smollm2-hf" \
   --k 20 --whole-max-new-tokens 24 --limit "$LIMIT" --batch-size "$BATCH" --consistency-judge answer --embedding-model "$ASSETS/minilm-fp16" \
   --judge-workers "$JUDGE_WORKERS" --repeats "$ROUNDS" --warm-ups "$WARM_UPS" --work "$WORK" "${fast[@]}"

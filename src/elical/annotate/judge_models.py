@@ -37,6 +37,20 @@ def load_sentence_model(model: Any = None, device: str | None = None) -> tuple[A
     return SentenceTransformer(path, device=device), label
 
 
+EMBED_BATCH = {"cpu": 64, "cuda": 512}
+"""Texts per forward pass of the sentence model, by its device type (others: the CPU's). On a GPU a small
+model's forward is launch-bound, so larger batches take far less of the host (which an annotation's
+generation shares); the embeddings are the same up to float rounding."""
+
+
+def embed_batch(model: Any, batch_size: int | None) -> int:
+    """``batch_size``, or where None the model's device type's (:data:`EMBED_BATCH`)."""
+    if batch_size is not None:
+        return batch_size
+    device = getattr(getattr(model, "device", None), "type", "cpu")
+    return EMBED_BATCH.get(device, EMBED_BATCH["cpu"])
+
+
 def cosine_pairs(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int = 64) -> list[float]:
     """Cosine similarity of the sentence embeddings of each pair of texts (each text encoded once)."""
     texts = sorted({t for pair in pairs for t in pair})
@@ -51,10 +65,10 @@ class EmbeddingJudge(Judge):
     """Same answer when the cosine similarity of sentence embeddings reaches ``threshold``
     (correctness: against the closest gold alias)."""
 
-    def __init__(self, model: Any = None, threshold: float = 0.8, batch_size: int = 64, device: str | None = None):
+    def __init__(self, model: Any = None, threshold: float = 0.8, batch_size: int | None = None, device: str | None = None):
         self.model, label = load_sentence_model(model, device)
         self.threshold = threshold
-        self.batch_size = batch_size
+        self.batch_size = embed_batch(self.model, batch_size)
         self.name = f"embedding({label},t={threshold:g})"
 
     def similarities(self, queries: Sequence[JudgeQuery]) -> list[float]:
@@ -72,10 +86,11 @@ class AnswerJudge(Judge):
     :func:`~elical.annotate.consistency.compare_answers` decide where they can, and the cosine
     similarity of the parts the two answers do not share decides the rest (``>= threshold``)."""
 
-    def __init__(self, model: Any = None, threshold: float = ANSWER_THRESHOLD, batch_size: int = 64, device: str | None = None):
+    def __init__(self, model: Any = None, threshold: float = ANSWER_THRESHOLD, batch_size: int | None = None,
+                 device: str | None = None):
         self.model, label = load_sentence_model(model, device)
         self.threshold = threshold
-        self.batch_size = batch_size
+        self.batch_size = embed_batch(self.model, batch_size)
         self.name = f"{judge_version('answer')}({label},t={threshold:g})"
 
     def comparisons(self, queries: Sequence[JudgeQuery]) -> list[Comparison]:

@@ -387,7 +387,10 @@ def query_key(judge: Judge, query: JudgeQuery) -> str:
     judge's :meth:`~Judge.answer_key` of the answer and the references verbatim."""
     refs = sorted(set(query.references)) if query.task == "correctness" else list(query.references)
     payload = [judge.name, query.task, query.question, judge.answer_key(query), refs, list(query.choices or [])]
-    return hashlib.sha1(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha1(_KEY_JSON.encode(payload).encode()).hexdigest()
+
+
+_KEY_JSON = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), without a new encoder per key
 
 
 class CachedJudge(Judge):

@@ -327,11 +327,6 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
         check_same_path(done, decoding, out)
     todo = [item for item in mine if item.id not in done]
     per_step = max(1, config.batch_size // max(1, config.k)) if config.backend == "hf" else max(1, config.batch_size)
-    record = decoding.as_meta()
-    if decoding.fast and out is not None:  # once per folder: a resume keeps the first run's
-        check = earlier_check(out) or (check_fast_decode(backend, mine, config, per_step) if todo else None)
-        if check is not None:
-            record["check"] = check
     start = time.perf_counter()
     seq = len(shard_files(out, config.shard)) if out is not None else 0
     plan = batch_plan(mine, set(done), per_step, config.chunk_size)
@@ -379,6 +374,11 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
     elapsed = time.perf_counter() - start
     result = [done[item.id] for item in mine]
     if out is not None:
+        record = decoding.as_meta()
+        if decoding.fast:  # once per folder, after its first run: a resume keeps it
+            check = earlier_check(out) or (check_fast_decode(backend, mine, done, config, per_step) if todo else None)
+            if check is not None:
+                record["check"] = check
         _write_shard_meta(out, config, backend, judges, result, todo, elapsed, clock, pipelined, record)
     return result
 

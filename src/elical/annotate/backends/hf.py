@@ -11,6 +11,11 @@ CUDA graph on a GPU), for small models whose ``generate`` steps a GPU leaves wai
 copies. Greedy answers are the same; samples come from the same distribution but are other draws.
 An annotation decides which of the two a run uses (``fast_decode``: auto, true or false) and switches
 the backend to it (:meth:`HFBackend.set_fast_decode`).
+
+An annotation asks for the greedy answers and then the samples of the same prompts: the backend keeps the
+last batch's token ids (and, for elical's loop, its prefill) for the next call, which reuses them when its
+prompts are the same (:class:`_Batch`), so a batch is tokenized and prefilled once. The model's weights are
+assumed not to change between two such calls.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import hashlib
 import inspect
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from elical.annotate.backends.base import GREEDY, Backend, Generation, GenerationSettings, Prompt, token_usage
@@ -51,6 +57,31 @@ class _RawLogprobs:
         return torch.stack(self.steps, dim=1) if self.steps else None
 
 
+@dataclass
+class _Batch:
+    """A batch of rendered prompts, left-padded token ids and mask, and (once elical's loop has run on it) its
+    prefill: the KV cache and last logits of the whole prompts."""
+
+    texts: tuple[str, ...]
+    input_ids: Any
+    attention_mask: Any
+    prefill: tuple[Any, Any] | None = None
+
+
+def rust_decoding(tokenizer: Any) -> bool:
+    """Whether ``tokenizer.batch_decode`` is its Rust tokenizer's ``decode_batch`` (a fast tokenizer that
+    neither overrides decoding nor cleans up spaces), which decodes a batch in one call instead of one
+    Python call per sequence."""
+    from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+    kind = type(tokenizer)
+    return (isinstance(tokenizer, PreTrainedTokenizerFast) and getattr(tokenizer, "_tokenizer", None) is not None
+            and not getattr(tokenizer, "clean_up_tokenization_spaces", True)
+            and kind._decode is PreTrainedTokenizerFast._decode
+            and kind.decode is PreTrainedTokenizerBase.decode
+            and kind.batch_decode is PreTrainedTokenizerBase.batch_decode)
+
+
 class HFBackend(Backend):
     """Generate with an in-memory transformers model (or load one by path/alias)."""
 
@@ -73,6 +104,8 @@ class HFBackend(Backend):
         self.fast_decode = False
         self.set_fast_decode(fast_decode)
         self._decoders: dict[tuple, Decoder] = {}
+        self._last: _Batch | None = None  # the last batch, for a next call with the same prompts
+        self._rust_decoding = rust_decoding(tokenizer)
         self.model_name = model_name or getattr(model.config, "_name_or_path", "") or type(model).__name__
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -170,17 +203,26 @@ class HFBackend(Backend):
                 processors.append(TopPLogitsWarper(settings.top_p))
         return LogitsProcessorList(processors)
 
+    def _batch(self, prompts: Sequence[Prompt]) -> _Batch:
+        """The prompts rendered and tokenized, or the last call's batch where its prompts were the same."""
+        texts = tuple(self.render(p) for p in prompts)
+        if self._last is None or self._last.texts != texts:
+            self._last = None  # no earlier batch held while this one is made
+            self._last = _Batch(texts, *self.encode(prompts, texts))
+        return self._last
+
     def _generate_batch(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Generation]:
         import torch
 
-        texts = [self.render(p) for p in prompts]
-        input_ids, attention_mask = self.encode(prompts, texts)
+        batch = self._batch(prompts)
         with torch.inference_mode():
-            seed_text = "\x1e".join(texts)
+            seed_text = "\x1e".join(batch.texts)
             torch.manual_seed(settings.seed + int(hashlib.sha1(seed_text.encode()).hexdigest()[:8], 16))
-            decode = self._fast_decode if self.fast_decode else self._hf_generate
-            tokens, logprobs = decode(input_ids, attention_mask, settings)
-        prompt_tokens = [int(n) for n in attention_mask.sum(dim=1).tolist() for _ in range(settings.n)]
+            if self.fast_decode:
+                tokens, logprobs = self._fast_decode(batch, settings)
+            else:
+                tokens, logprobs = self._hf_generate(batch.input_ids, batch.attention_mask, settings)
+        prompt_tokens = [int(n) for n in batch.attention_mask.sum(dim=1).tolist() for _ in range(settings.n)]
         return self._to_generations(tokens, logprobs, settings.logprobs, prompt_tokens)
 
     def _hf_generate(self, input_ids, attention_mask, settings: GenerationSettings) -> tuple[list[list[int]], list[list[float]]]:
@@ -221,13 +263,16 @@ class HFBackend(Backend):
         new_tokens = sequences[:, input_ids.shape[1] :].tolist()
         return new_tokens, logprobs.tolist() if logprobs is not None else [[] for _ in new_tokens]
 
-    def _fast_decode(self, input_ids, attention_mask, settings: GenerationSettings) -> tuple[list[list[int]], list[list[float]]]:
+    def _fast_decode(self, batch: _Batch, settings: GenerationSettings) -> tuple[list[list[int]], list[list[float]]]:
         """New tokens and their raw log-probs from elical's decoding loop (:mod:`.hf_decode`): one prefill
-        of the whole prompts, then n rows per prompt decoded in reused buffers, the prompt's keys and
-        values held once."""
+        of the whole prompts (the batch's own, where an earlier call made it), then n rows per prompt
+        decoded in reused buffers, the prompt's keys and values held once."""
         if settings.repetition_penalty != 1.0:
             raise ValueError("fast_decode applies no repetition penalty; leave fast_decode off to use one")
-        cache, logits = self._prefill(input_ids, attention_mask)
+        input_ids, attention_mask = batch.input_ids, batch.attention_mask
+        if batch.prefill is None:
+            batch.prefill = self._prefill(input_ids, attention_mask)
+        cache, logits = batch.prefill
         layout = [(layer.keys.shape[1], layer.keys.shape[-1], layer.values.shape[-1]) for layer in cache.layers]
         prefix_slots = -(-input_ids.shape[1] // 64) * 64  # a few buffer shapes serve every batch
         sampler = Sampler(settings.do_sample, settings.temperature, settings.top_k, settings.top_p) if settings.do_sample \
@@ -261,24 +306,29 @@ class HFBackend(Backend):
         """Cut each sequence at its first stop token and decode it (each distinct token's text once); its
         ``usage`` counts the prompt's tokens (``prompt_tokens``, one per sequence) and the answer's, its
         stop token included."""
-        stop = set(self.stop_ids)
         kept: list[list[int]] = []
         finished: list[bool] = []
         for ids in sequences:
-            end = next((i for i, t in enumerate(ids) if t in stop), None)
-            kept.append(ids[:end] if end is not None else ids)
+            end = min((ids.index(s) for s in self.stop_ids if s in ids), default=None)
+            kept.append(ids[:end] if end is not None else list(ids))
             finished.append(end is not None)
         distinct = sorted({t for ids in kept for t in ids})
-        piece = dict(zip(distinct, self.tokenizer.batch_decode([[t] for t in distinct]))) if distinct else {}
-        texts = self.tokenizer.batch_decode(kept, skip_special_tokens=True)
+        piece = dict(zip(distinct, self._decode([[t] for t in distinct], skip_special_tokens=False))) if distinct else {}
+        texts = self._decode(kept, skip_special_tokens=True)
         return [
             Generation(
                 text=text.strip(),
                 tokens=[piece[t] for t in ids],
-                token_logprobs=[float(v) for v in lps[: len(ids)]] if keep_logprobs else None,
+                token_logprobs=lps[: len(ids)] if keep_logprobs else None,  # floats already (tolist)
                 finish_reason="stop" if done else "length",
-                token_ids=list(ids),
+                token_ids=ids,
                 usage=token_usage(prompt, len(ids) + done),
             )
             for ids, lps, done, text, prompt in zip(kept, logprobs, finished, texts, prompt_tokens)
         ]
+
+    def _decode(self, sequences: list[list[int]], skip_special_tokens: bool) -> list[str]:
+        """``tokenizer.batch_decode``, in one call of the Rust tokenizer where that is the same (:func:`rust_decoding`)."""
+        if self._rust_decoding:
+            return list(self.tokenizer._tokenizer.decode_batch(sequences, skip_special_tokens=skip_special_tokens))
+        return self.tokenizer.batch_decode(sequences, skip_special_tokens=skip_special_tokens)
