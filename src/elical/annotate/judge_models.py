@@ -4,6 +4,7 @@ embeddings of what differs), and an LLM judge scored by reply likelihood."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +52,30 @@ def embed_batch(model: Any, batch_size: int | None) -> int:
     return EMBED_BATCH.get(device, EMBED_BATCH["cpu"])
 
 
+_STREAMS: dict[Any, Any] = {}  # CUDA device -> the sentence models' stream on it
+
+
+def own_stream(model: Any) -> AbstractContextManager[Any]:
+    """On a CUDA device, the sentence model's kernels on a stream of their own (one per device): an annotation
+    judges in a thread while the answering model decodes on the default stream, and neither then waits for
+    the other's kernels when it synchronizes (``.cpu()``, ``.item()``). Elsewhere nothing changes."""
+    device = getattr(model, "device", None)
+    if getattr(device, "type", None) != "cuda":
+        return nullcontext()
+    import torch
+
+    if device not in _STREAMS:
+        _STREAMS[device] = torch.cuda.Stream(device)
+    return torch.cuda.stream(_STREAMS[device])
+
+
 def cosine_pairs(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int = 64) -> list[float]:
     """Cosine similarity of the sentence embeddings of each pair of texts (each text encoded once)."""
     texts = sorted({t for pair in pairs for t in pair})
     if not texts:
         return []
-    vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
+    with own_stream(model):
+        vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
     index = {t: i for i, t in enumerate(texts)}
     return [float(vectors[index[a]] @ vectors[index[b]]) for a, b in pairs]
 

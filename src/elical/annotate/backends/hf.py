@@ -303,7 +303,7 @@ class HFBackend(Backend):
 
     def _to_generations(self, sequences: list[list[int]], logprobs: list[list[float]], keep_logprobs: bool,
                         prompt_tokens: list[int]) -> list[Generation]:
-        """Cut each sequence at its first stop token and decode it (each distinct token's text once); its
+        """Cut each sequence at its first stop token and decode it (each distinct answer and token once); its
         ``usage`` counts the prompt's tokens (``prompt_tokens``, one per sequence) and the answer's, its
         stop token included."""
         kept: list[list[int]] = []
@@ -314,7 +314,9 @@ class HFBackend(Backend):
             finished.append(end is not None)
         distinct = sorted({t for ids in kept for t in ids})
         piece = dict(zip(distinct, self._decode([[t] for t in distinct], skip_special_tokens=False))) if distinct else {}
-        texts = self._decode(kept, skip_special_tokens=True)
+        distinct_answers = list(dict.fromkeys(map(tuple, kept)))  # k samples often repeat: each decoded once
+        text_of = dict(zip(distinct_answers, self._decode([list(ids) for ids in distinct_answers], skip_special_tokens=True)))
+        texts = [text_of[tuple(ids)] for ids in kept]
         return [
             Generation(
                 text=text.strip(),
