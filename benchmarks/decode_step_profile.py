@@ -29,6 +29,40 @@ def prompts(data: Path, count: int) -> list:
     return [qa_prompt(item, PromptConfig()) for item in items[:count]]
 
 
+class StageTimer:
+    """Seconds per backend stage (the GPU synchronized at each stage's end): the methods named in STAGES
+    wrapped on ``backend`` and on the Decoder class while the timer is on."""
+
+    STAGES = ("_batch", "_prefill", "_to_generations")
+
+    def __init__(self, backend) -> None:
+        from elical.annotate.backends import hf_decode
+
+        self.seconds: dict[str, float] = {}
+        self.patches = [(backend, name, getattr(backend, name)) for name in self.STAGES]
+        self.patches.append((hf_decode.Decoder, "run", hf_decode.Decoder.run))
+        self.patches.append((hf_decode.Decoder, "__init__", hf_decode.Decoder.__init__))
+
+    def __enter__(self) -> "StageTimer":
+        for owner, name, real in self.patches:
+            setattr(owner, name, self._timed(f"{getattr(owner, '__name__', 'backend')}.{name}", real))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for owner, name, real in self.patches:
+            setattr(owner, name, real)
+
+    def _timed(self, label: str, real):
+        def timed(*args, **kwargs):
+            sync()
+            start = time.perf_counter()
+            out = real(*args, **kwargs)
+            sync()
+            self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - start
+            return out
+        return timed
+
+
 def one_batch(backend, batch: list, k: int, max_new: int) -> None:
     from elical.annotate.backends.base import GenerationSettings
 
@@ -57,12 +91,20 @@ def main() -> None:
     first, second = batches[:per_batch], batches[per_batch : 2 * per_batch]
     print(f"machine: {torch.cuda.get_device_name() if device == 'cuda' else 'cpu'} | torch {torch.__version__} | "
           f"{per_batch} prompts x (1 greedy + {args.k} samples), {args.max_new_tokens} new tokens")
-    one_batch(backend, first, args.k, args.max_new_tokens)  # warm-up: graphs captured, allocator warm
+    one_batch(backend, second, args.k, args.max_new_tokens)  # warm-up: graphs captured, allocator warm
+    one_batch(backend, first, args.k, args.max_new_tokens)  # (and the next batch's prompts not the last call's)
     sync()
     start = time.perf_counter()
     one_batch(backend, second, args.k, args.max_new_tokens)
     sync()
     print(f"batch wall (no profiler): {time.perf_counter() - start:.3f} s")
+    one_batch(backend, first, args.k, args.max_new_tokens)
+    with StageTimer(backend) as timer:
+        start = time.perf_counter()
+        one_batch(backend, second, args.k, args.max_new_tokens)
+        wall = time.perf_counter() - start
+    print(f"batch wall with a sync after each stage: {wall:.3f} s; stages: "
+          + ", ".join(f"{name} {seconds:.3f} s" for name, seconds in timer.seconds.items()))
 
     from torch.profiler import ProfilerActivity, profile
 
@@ -76,6 +118,8 @@ def main() -> None:
     print(f"profiled batch: device time {device_total:.3f} s (kernels summed)")
     print(events.table(sort_by=key.replace("cuda", "self_cuda") if device == "cuda" else "self_cpu_time_total",
                        row_limit=args.top, max_name_column_width=70))
+    if device == "cuda":  # the host's side: which calls hold the CPU (a sync shows as a long CPU time)
+        print(events.table(sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=70))
 
     rows = per_batch * args.k
     logits = torch.randn(rows, backend.model.config.vocab_size, device=device, dtype=backend.model.dtype) * 4
