@@ -189,19 +189,46 @@ def test_greedy_then_samples_of_the_same_prompts_tokenize_and_prefill_once(backe
 
 
 def test_answers_are_decoded_as_the_tokenizer_decodes_them(tiny_tokenizer, tiny_llama):
-    """The Rust tokenizer's batch decoding stands in for batch_decode only where it is the same; a tokenizer
-    that cleans up spaces keeps batch_decode."""
+    """The Rust tokenizer's batch decoding stands in for batch_decode where it gives the same texts: with the
+    tokenizer's space clean-up off, and on, whatever this transformers version then does; a tokenizer with its
+    own decoding keeps batch_decode."""
     import copy
     import random
 
-    from elical.annotate.backends.hf import rust_decoding
+    from elical.annotate.backends.hf import CLEANUP_PROBE, fast_batch_decode
 
-    backend = HFBackend(tiny_llama, tiny_tokenizer)
-    assert rust_decoding(tiny_tokenizer) and backend._rust_decoding
     rng = random.Random(0)
     sequences = [[rng.randrange(len(tiny_tokenizer)) for _ in range(rng.randrange(0, 12))] for _ in range(300)]
-    for skip in (True, False):
-        assert backend._decode(sequences, skip_special_tokens=skip) == tiny_tokenizer.batch_decode(sequences, skip_special_tokens=skip)
+    spaced = ["It is n't . Really ? Yes ! One , two", CLEANUP_PROBE, "Paris 's river ' s bank , they 're here"]
+    sequences += [tiny_tokenizer(text, add_special_tokens=False)["input_ids"] for text in spaced]
     cleaning = copy.deepcopy(tiny_tokenizer)
     cleaning.clean_up_tokenization_spaces = True
-    assert not rust_decoding(cleaning) and not HFBackend(tiny_llama, cleaning)._rust_decoding
+
+    class OwnDecoding(type(tiny_tokenizer)):  # type: ignore[misc]
+        def _decode(self, token_ids, **kwargs):
+            return "own"
+
+    own = copy.deepcopy(tiny_tokenizer)
+    own.__class__ = OwnDecoding
+    assert fast_batch_decode(tiny_tokenizer) is not None and fast_batch_decode(cleaning) is not None
+    assert fast_batch_decode(own) is None
+    for tokenizer in (tiny_tokenizer, cleaning, own):
+        backend = HFBackend(tiny_llama, tokenizer)
+        for skip in (True, False):
+            assert backend._decode(sequences, skip_special_tokens=skip) == tokenizer.batch_decode(sequences, skip_special_tokens=skip)
+
+
+def test_fast_decode_prefills_without_cudnn_attention(tiny_tokenizer, tiny_llama, monkeypatch):
+    """cuDNN's attention plans each new padded shape on the host; elical's loop prefills without it (and restores it)."""
+    backend = HFBackend(tiny_llama, tiny_tokenizer, fast_decode=True)
+    seen = []
+    real = backend._prefill
+
+    def prefill(*args, **kwargs):
+        seen.append(torch.backends.cuda.cudnn_sdp_enabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(backend, "_prefill", prefill)
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    backend.generate(PROMPTS, GREEDY)
+    assert seen == [False] and torch.backends.cuda.cudnn_sdp_enabled() == before

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -68,18 +68,44 @@ class _Batch:
     prefill: tuple[Any, Any] | None = None
 
 
-def rust_decoding(tokenizer: Any) -> bool:
-    """Whether ``tokenizer.batch_decode`` is its Rust tokenizer's ``decode_batch`` (a fast tokenizer that
-    neither overrides decoding nor cleans up spaces), which decodes a batch in one call instead of one
-    Python call per sequence."""
+CLEANUP_PROBE = "a . b ? c ! d , e ' f n't g 'm h 's i 've j 're k"
+"""A text with every pattern transformers' space clean-up (``clean_up_tokenization``) changes."""
+
+
+def fast_batch_decode(tokenizer: Any) -> Callable[[list[list[int]], bool], list[str]] | None:
+    """A function equal to ``tokenizer.batch_decode(sequences, skip_special_tokens=...)`` that decodes the batch
+    in one call of the Rust tokenizer (``decode_batch``) instead of one Python call per sequence, then cleans up
+    spaces where the tokenizer's own decoding does (whether it does depends on the tokenizer's settings and on
+    the transformers version, so it is probed once, on :data:`CLEANUP_PROBE`); None for a tokenizer that is
+    not a fast tokenizer with transformers' own decoding, or whose probe matches neither."""
     from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
     kind = type(tokenizer)
-    return (isinstance(tokenizer, PreTrainedTokenizerFast) and getattr(tokenizer, "_tokenizer", None) is not None
-            and not getattr(tokenizer, "clean_up_tokenization_spaces", True)
-            and kind._decode is PreTrainedTokenizerFast._decode
-            and kind.decode is PreTrainedTokenizerBase.decode
-            and kind.batch_decode is PreTrainedTokenizerBase.batch_decode)
+    rust = getattr(tokenizer, "_tokenizer", None)
+    if not (isinstance(tokenizer, PreTrainedTokenizerFast) and rust is not None
+            and kind._decode is PreTrainedTokenizerFast._decode and kind.decode is PreTrainedTokenizerBase.decode
+            and kind.batch_decode is PreTrainedTokenizerBase.batch_decode):
+        return None
+    ids = tokenizer(CLEANUP_PROBE, add_special_tokens=False)["input_ids"]
+    plain, own = rust.decode(ids, skip_special_tokens=True), tokenizer.decode(ids, skip_special_tokens=True)
+    cleaned = tokenizer.clean_up_tokenization(plain)
+    if own == plain and (cleaned != plain or not getattr(tokenizer, "clean_up_tokenization_spaces", True)):
+        return lambda sequences, skip: list(rust.decode_batch(sequences, skip_special_tokens=skip))
+    if own == cleaned != plain:
+        return lambda sequences, skip: [tokenizer.clean_up_tokenization(text)
+                                        for text in rust.decode_batch(sequences, skip_special_tokens=skip)]
+    return None
+
+
+@contextmanager
+def prefill_attention() -> Iterator[None]:
+    """The prefill's attention kernels without cuDNN's: for left-padded batches whose length changes from batch
+    to batch, cuDNN's attention builds a plan per new shape on the host (37 ms per layer call for SmolLM2 on an
+    H200, more than the prefill's GPU time; benchmarks/results/decode_step_profile_h200.txt)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
+        yield
 
 
 class HFBackend(Backend):
@@ -105,7 +131,7 @@ class HFBackend(Backend):
         self.set_fast_decode(fast_decode)
         self._decoders: dict[tuple, Decoder] = {}
         self._last: _Batch | None = None  # the last batch, for a next call with the same prompts
-        self._rust_decoding = rust_decoding(tokenizer)
+        self._batch_decode = fast_batch_decode(tokenizer)  # None: tokenizer.batch_decode
         self.model_name = model_name or getattr(model.config, "_name_or_path", "") or type(model).__name__
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -271,7 +297,8 @@ class HFBackend(Backend):
             raise ValueError("fast_decode applies no repetition penalty; leave fast_decode off to use one")
         input_ids, attention_mask = batch.input_ids, batch.attention_mask
         if batch.prefill is None:
-            batch.prefill = self._prefill(input_ids, attention_mask)
+            with prefill_attention():
+                batch.prefill = self._prefill(input_ids, attention_mask)
         cache, logits = batch.prefill
         layout = [(layer.keys.shape[1], layer.keys.shape[-1], layer.values.shape[-1]) for layer in cache.layers]
         prefix_slots = -(-input_ids.shape[1] // 64) * 64  # a few buffer shapes serve every batch
@@ -330,7 +357,7 @@ class HFBackend(Backend):
         ]
 
     def _decode(self, sequences: list[list[int]], skip_special_tokens: bool) -> list[str]:
-        """``tokenizer.batch_decode``, in one call of the Rust tokenizer where that is the same (:func:`rust_decoding`)."""
-        if self._rust_decoding:
-            return list(self.tokenizer._tokenizer.decode_batch(sequences, skip_special_tokens=skip_special_tokens))
+        """``tokenizer.batch_decode``, in one call of the Rust tokenizer where that is the same (:func:`fast_batch_decode`)."""
+        if self._batch_decode is not None:
+            return self._batch_decode(sequences, skip_special_tokens)
         return self.tokenizer.batch_decode(sequences, skip_special_tokens=skip_special_tokens)
