@@ -232,3 +232,25 @@ def test_fast_decode_prefills_without_cudnn_attention(tiny_tokenizer, tiny_llama
     before = torch.backends.cuda.cudnn_sdp_enabled()
     backend.generate(PROMPTS, GREEDY)
     assert seen == [False] and torch.backends.cuda.cudnn_sdp_enabled() == before
+
+
+def test_a_tokenizer_whose_decoding_cleans_up_spaces_is_decoded_with_the_clean_up():
+    """A WordPiece tokenizer with clean_up_tokenization_spaces: transformers cleans its text up after the Rust
+    decoding, and so does the fast path (the Rust decoding alone would differ)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from elical.annotate.backends.hf import CLEANUP_PROBE, fast_batch_decode
+
+    words = sorted({*CLEANUP_PROBE.split(), "[UNK]", "[PAD]", "it", "was", "Paris"})
+    rust = Tokenizer(models.WordPiece({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    rust.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    rust.decoder = decoders.WordPiece()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=rust, unk_token="[UNK]", pad_token="[PAD]",
+                                        clean_up_tokenization_spaces=True)
+    texts = [CLEANUP_PROBE, "it was Paris ' s", "a , b . it 're k ?"]
+    sequences = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    decode = fast_batch_decode(tokenizer)
+    assert decode is not None
+    assert decode(sequences, True) == tokenizer.batch_decode(sequences, skip_special_tokens=True)
+    assert decode(sequences, True) != rust.decode_batch(sequences, skip_special_tokens=True)

@@ -8,7 +8,8 @@ temperature or top-k/top-p), so they equal one forward pass over prompt + answer
 ``fast_decode`` replaces ``generate`` by elical's own decoding loop (:mod:`.hf_decode`: fixed-shape
 buffers, the prompt's keys and values held once for its k samples, sync-free sampling, each step one
 CUDA graph on a GPU), for small models whose ``generate`` steps a GPU leaves waiting on the host and on
-copies. Greedy answers are the same; samples come from the same distribution but are other draws.
+copies. Greedy answers are the same in float32 (in bf16 they differ as batch effects make them differ, see
+elical.annotate.decoding); samples come from the same distribution but are other draws.
 An annotation decides which of the two a run uses (``fast_decode``: auto, true or false) and switches
 the backend to it (:meth:`HFBackend.set_fast_decode`).
 
@@ -101,7 +102,9 @@ def fast_batch_decode(tokenizer: Any) -> Callable[[list[list[int]], bool], list[
 def prefill_attention() -> Iterator[None]:
     """The prefill's attention kernels without cuDNN's: for left-padded batches whose length changes from batch
     to batch, cuDNN's attention builds a plan per new shape on the host (37 ms per layer call for SmolLM2 on an
-    H200, more than the prefill's GPU time; benchmarks/results/decode_step_profile_h200.txt)."""
+    H200, more than the prefill's GPU time; benchmarks/results/decode_step_profile_h200.txt). In bf16 another
+    kernel rounds otherwise, so greedy answers differ from generate's prefill as batch effects make them differ
+    (31 % of SmolLM2's; bench_annotate_whole_after2_h200.txt)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
