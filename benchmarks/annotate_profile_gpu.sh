@@ -20,7 +20,8 @@ source "$here/gpu_setup.sh" >/dev/null || exit 1
 [ "$GPU_READY" = 1 ] || { echo "assets not complete: send the next part"; exit 0; }
 nvidia-smi --query-gpu=name --format=csv,noheader
 mkdir -p "$WORK" "$OUT"
-pip install -q --no-index --no-deps --target "$WORK/pyspy" .gpu/tools/py_spy*.whl 2>&1 | tail -1
+wheel=$(ls .gpu/tools/py_spy*.whl 2>/dev/null | head -1)
+[ -n "$wheel" ] && pip install -q --no-index --no-deps --target "$WORK/pyspy" "$wheel" 2>&1 | grep -v "WARNING: Running pip"
 echo '{"pipeline": true, "judges": {"workers": '"$JUDGE_WORKERS"', "embedding_model": "'"$ASSETS/minilm-fp16"'"}}' \
   > "$WORK/settings.yaml"
 command=(python3 -m elical.cli annotate "$ASSETS"/data/qa/*.jsonl --config "$WORK/settings.yaml"
@@ -41,7 +42,11 @@ print(f"{name}: wall {end - start:.1f} s | questions {meta['questions']} | annot
 PY
 }
 run plain
-run profiled "$WORK/pyspy/bin/py-spy" record --threads --idle --rate 100 --format raw --output "$OUT/profile.txt" --
+if [ -x "$WORK/pyspy/bin/py-spy" ]; then
+  run profiled "$WORK/pyspy/bin/py-spy" record --threads --idle --rate 100 --format raw --output "$OUT/profile.txt" --
+else
+  echo "no py-spy wheel in .gpu/tools: the profiled run is skipped"
+fi
 python3 -X importtime -c "import elical.cli.main, torch, transformers" 2> "$OUT/importtime.txt"
 python3 - "$OUT/importtime.txt" <<'PY'
 import sys
