@@ -235,10 +235,11 @@ class HFBackend(Backend):
     def _batch(self, prompts: Sequence[Prompt]) -> _Batch:
         """The prompts rendered and tokenized, or the last call's batch where its prompts were the same."""
         texts = tuple(self.render(p) for p in prompts)
-        if self._last is None or self._last.texts != texts:
-            self._last = None  # no earlier batch held while this one is made
-            self._last = _Batch(texts, *self.encode(prompts, texts))
-        return self._last
+        batch = self._last  # read once: a call from another thread may replace it meanwhile
+        if batch is None or batch.texts != texts:
+            self._last = batch = None  # no earlier batch held while this one is made
+            batch = self._last = _Batch(texts, *self.encode(prompts, texts))
+        return batch
 
     def _generate_batch(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Generation]:
         import torch
