@@ -237,7 +237,7 @@ class HFBackend(Backend):
         texts = tuple(self.render(p) for p in prompts)
         batch = self._last  # read once: a call from another thread may replace it meanwhile
         if batch is None or batch.texts != texts:
-            self._last = batch = None  # no earlier batch held while this one is made
+            self._last = None  # no earlier batch held while this one is made
             batch = self._last = _Batch(texts, *self.encode(prompts, texts))
         return batch
 
