@@ -188,6 +188,21 @@ def test_greedy_then_samples_of_the_same_prompts_tokenize_and_prefill_once(backe
     assert calls["encode"] == 2
 
 
+def test_each_token_piece_is_decoded_once_per_backend(backend, monkeypatch):
+    """A record's tokens are each token's own text; a backend decodes a token id once, whatever call meets it again."""
+    sampled = GenerationSettings(max_new_tokens=8, do_sample=True, n=4, seed=3)
+    first = backend.generate(PROMPTS, sampled)
+    pieces_decoded: list[list[int]] = []  # token pieces are decoded with special tokens kept, answers without
+    decode = backend._decode
+    monkeypatch.setattr(backend, "_decode", lambda seqs, skip_special_tokens: (
+        pieces_decoded.extend(seqs) if not skip_special_tokens else None) or decode(seqs, skip_special_tokens))
+    again = backend.generate(PROMPTS, sampled)
+    assert [g.token_ids for g in again] == [g.token_ids for g in first]
+    assert pieces_decoded == []
+    for g in again:
+        assert g.tokens == [backend.tokenizer.decode([t]) for t in g.token_ids]
+
+
 def test_answers_are_decoded_as_the_tokenizer_decodes_them(tiny_tokenizer, tiny_llama):
     """The Rust tokenizer's batch decoding stands in for batch_decode where it gives the same texts: with the
     tokenizer's space clean-up off, and on, whatever this transformers version then does; a tokenizer with its

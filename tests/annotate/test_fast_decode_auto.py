@@ -80,6 +80,30 @@ def test_forced_fast_decode_on_cpu_records_its_agreement_with_generate(backend, 
     assert meta(tmp_path)["decoding"]["check"] == check and paths(tmp_path) == {True}
 
 
+def test_the_check_runs_while_the_judges_finish_the_last_batches(backend, tmp_path, monkeypatch):
+    """Pipelined, the check reads the run's answers before the last batches are judged and written: a judge
+    that holds its batch until the check has begun is let go by it (it would wait out its timeout otherwise)."""
+    import threading
+
+    from elical.annotate import pipeline
+    from elical.annotate.judges import Judges, MatchJudge
+
+    checked = threading.Event()
+    real = pipeline.check_fast_decode
+    monkeypatch.setattr(pipeline, "check_fast_decode", lambda *a, **k: checked.set() or real(*a, **k))
+    seen: list[bool] = []
+
+    class Held(MatchJudge):
+        def judge_batch(self, queries):
+            seen.append(checked.wait(timeout=60))
+            return super().judge_batch(queries)
+
+    config = CONFIG.model_copy(update={"fast_decode": True, "pipeline": True, "chunk_size": 8})  # 8 questions: 2 batches
+    records = annotate(make_items(8), backend, Judges(Held(), Held()), config, tmp_path, progress=False)
+    assert seen and all(seen) and len(records) == 8 and all(r.greedy_correct is not None for r in records)
+    assert meta(tmp_path)["decoding"]["check"]["questions"] == 8
+
+
 def test_the_check_counts_at_most_its_constant_of_a_seeded_draw_of_the_answered_questions(backend, monkeypatch):
     items = make_items(9)
     fast = CONFIG.model_copy(update={"fast_decode": True})

@@ -184,6 +184,22 @@ def test_sampler_draws_from_the_top_k_top_p_distribution():
     assert Sampler(False)(logits[:3])[0].tolist() == [0, 0, 0]
 
 
+def test_sampler_decides_on_bf16_logits_as_on_their_float32_copy():
+    from elical.annotate.backends.hf_decode import Sampler
+
+    # distinct values that bf16 holds exactly (k/32 for k < 256), shuffled per row
+    logits = torch.stack([torch.randperm(256) for _ in range(64)]).float() / 32
+    for sampler in (Sampler(False), Sampler(True, top_k=50, top_p=0.95), Sampler(True, temperature=0.7),
+                    Sampler(True, top_p=0.9)):
+        torch.manual_seed(1)
+        low = sampler(logits.bfloat16())
+        torch.manual_seed(1)
+        full = sampler(logits)
+        assert low[0].tolist() == full[0].tolist()
+        assert low[1].dtype == torch.float32 and torch.equal(low[1], full[1])
+        assert torch.equal(full[1], torch.log_softmax(logits, -1).gather(1, full[0][:, None]).squeeze(1))
+
+
 def test_fast_decode_refuses_what_it_would_decode_differently(tiny_llama, tiny_tokenizer):
     from test_backends import PROMPTS
 

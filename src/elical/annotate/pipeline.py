@@ -28,6 +28,7 @@ import json
 import platform
 import threading
 import time
+from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -358,10 +359,12 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
                 on_chunk(records)
             records, began = [], time.monotonic()
 
+        generated: dict[str, Record] = {}  # this run's answered records, judged or not
         try:
             for batch, closes in plan:
                 with model_lock, clock.timing("generate"):
                     fresh = answer_batch(batch, backend, config, examples, meta)
+                generated.update((r.id, r) for r in fresh)
                 judging.put((batch, closes, fresh))
                 for item in judging.ready():
                     take(*item)
@@ -369,16 +372,18 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
             for item in judging.rest():  # what was generated before the error is judged and written, as serially
                 take(*item)
             raise
+        check = None
+        if out is not None and decoding.fast:  # once per folder, after its first run: a resume keeps it
+            check = earlier_check(out)
+            if check is None and todo:  # reads answers only, so it runs while the judges finish the last batches
+                with model_lock:
+                    check = check_fast_decode(backend, mine, ChainMap(generated, done), config, per_step)
         for item in judging.rest():
             take(*item)
     elapsed = time.perf_counter() - start
     result = [done[item.id] for item in mine]
     if out is not None:
-        record = decoding.as_meta()
-        if decoding.fast:  # once per folder, after its first run: a resume keeps it
-            check = earlier_check(out) or (check_fast_decode(backend, mine, done, config, per_step) if todo else None)
-            if check is not None:
-                record["check"] = check
+        record = decoding.as_meta() | ({"check": check} if check is not None else {})
         _write_shard_meta(out, config, backend, judges, result, todo, elapsed, clock, pipelined, record)
     return result
 

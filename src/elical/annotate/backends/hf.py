@@ -135,6 +135,7 @@ class HFBackend(Backend):
         self._decoders: dict[tuple, Decoder] = {}
         self._last: _Batch | None = None  # the last batch, for a next call with the same prompts
         self._batch_decode = fast_batch_decode(tokenizer)  # None: tokenizer.batch_decode
+        self._pieces: dict[int, str] = {}  # each token id's own text (its record's tokens), decoded once per backend
         self.model_name = model_name or getattr(model.config, "_name_or_path", "") or type(model).__name__
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -334,17 +335,19 @@ class HFBackend(Backend):
 
     def _to_generations(self, sequences: list[list[int]], logprobs: list[list[float]], keep_logprobs: bool,
                         prompt_tokens: list[int]) -> list[Generation]:
-        """Cut each sequence at its first stop token and decode it (each distinct answer and token once); its
-        ``usage`` counts the prompt's tokens (``prompt_tokens``, one per sequence) and the answer's, its
-        stop token included."""
+        """Cut each sequence at its first stop token and decode it (each distinct answer once, each token once
+        per backend); its ``usage`` counts the prompt's tokens (``prompt_tokens``, one per sequence) and the
+        answer's, its stop token included."""
         kept: list[list[int]] = []
         finished: list[bool] = []
         for ids in sequences:
             end = min((ids.index(s) for s in self.stop_ids if s in ids), default=None)
             kept.append(ids[:end] if end is not None else list(ids))
             finished.append(end is not None)
-        distinct = sorted({t for ids in kept for t in ids})
-        piece = dict(zip(distinct, self._decode([[t] for t in distinct], skip_special_tokens=False))) if distinct else {}
+        piece = self._pieces
+        unseen = sorted({t for ids in kept for t in ids}.difference(piece))
+        if unseen:
+            piece.update(zip(unseen, self._decode([[t] for t in unseen], skip_special_tokens=False)))
         distinct_answers = list(dict.fromkeys(map(tuple, kept)))  # k samples often repeat: each decoded once
         text_of = dict(zip(distinct_answers, self._decode([list(ids) for ids in distinct_answers], skip_special_tokens=True)))
         texts = [text_of[tuple(ids)] for ids in kept]

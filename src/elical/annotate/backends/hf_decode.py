@@ -157,20 +157,22 @@ class Sampler:
     top_p: float = 1.0
 
     def __call__(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        scores = logits.float()
-        logprobs = torch.log_softmax(scores, dim=-1)
-        token = self._draw(scores) if self.do_sample else scores.argmax(dim=-1)
+        """The rows' tokens and raw log-probs. The logits stay in the model's dtype: the log-softmax reads
+        them once into float32 (as of a float copy, without one: on a GPU at k=20 the vocabulary-wide copies
+        were most of the sampler's time), and candidates are ranked on them, which float32 would rank alike
+        (the conversion is exact and monotone); only the chosen candidates' probabilities are computed."""
+        logprobs = torch.log_softmax(logits, dim=-1, dtype=torch.float32)
+        token = self._draw(logits) if self.do_sample else logits.argmax(dim=-1)
         return token, logprobs.gather(1, token[:, None]).squeeze(1)
 
-    def _draw(self, scores: torch.Tensor) -> torch.Tensor:
-        scaled = scores / self.temperature
+    def _draw(self, logits: torch.Tensor) -> torch.Tensor:
         if not self.top_k and self.top_p >= 1.0:  # plain sampling: no candidates to rank
-            return self._race(torch.softmax(scaled, dim=-1))
+            return self._race(torch.softmax(logits.float() / self.temperature, dim=-1))
         if self.top_k:
-            values, index = scaled.topk(min(self.top_k, scaled.shape[-1]), dim=-1)
+            values, index = logits.topk(min(self.top_k, logits.shape[-1]), dim=-1)
         else:
-            values, index = scaled.sort(dim=-1, descending=True)
-        probs = torch.softmax(values, dim=-1)
+            values, index = logits.sort(dim=-1, descending=True)
+        probs = torch.softmax(values.float() / self.temperature, dim=-1)
         if self.top_p < 1.0:  # keep a candidate while the mass ranked above it is below top_p
             probs = torch.where(probs.cumsum(-1) - probs < self.top_p, probs, torch.zeros_like(probs))
         return index.gather(1, self._race(probs)[:, None]).squeeze(1)
