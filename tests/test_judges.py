@@ -263,6 +263,45 @@ def test_dedup_and_disk_cache(tmp_path):
     assert inner.calls == 3  # the key includes the question
 
 
+def test_a_buffered_cache_answers_from_memory_and_writes_in_bulk(tmp_path):
+    import gc
+    import sqlite3
+
+    def on_disk() -> int:
+        with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+            return db.execute("SELECT COUNT(*) FROM judgements").fetchone()[0]
+
+    cache = JudgeCache(tmp_path / "cache.sqlite", flush_at=3)
+    cache.put_many({"a": True, "b": False})
+    assert cache.get_many(["a", "b", "c"]) == {"a": True, "b": False} and on_disk() == 0  # waiting in memory
+    cache.put_many({"c": True})  # the third: all three written at once
+    assert on_disk() == 3 and cache.get_many(["a", "b", "c"]) == {"a": True, "b": False, "c": True}
+    cache.put_many({"d": False})
+    cache.flush()
+    assert on_disk() == 4
+    cache.put_many({"e": True})
+    del cache
+    gc.collect()  # a cache let go (or the process ending) writes what waited
+    assert on_disk() == 5 and JudgeCache(tmp_path / "cache.sqlite").get_many(["e"]) == {"e": True}
+
+
+def test_an_annotation_leaves_every_judgement_in_its_disk_cache(tmp_path, tiny_llama, tiny_tokenizer):
+    from elical.annotate import AnnotateConfig, annotate
+    from elical.annotate.backends.hf import HFBackend
+    from elical.annotate.judge_factory import build_judges
+    from elical.annotate.pipeline import judge_records
+    from elical.data.items import QAItem
+
+    items = [QAItem(f"What is {i} plus one?", [str(i + 1)], dataset="nq") for i in range(5)]
+    config = AnnotateConfig(k=3, max_new_tokens=4, batch_size=12, chunk_size=2)
+    records = annotate(items, HFBackend(tiny_llama, tiny_tokenizer, batch_size=12), None, config, tmp_path, progress=False)
+    again = build_judges(config, out_dir=tmp_path)  # a later run's judges on the same folder
+    judge_records(records, again)
+    stats = again.stats()
+    assert stats["correctness"]["computed"] == stats["consistency"]["computed"] == 0
+    assert stats["correctness"]["cache_hits"] > 0 and stats["consistency"]["cache_hits"] > 0
+
+
 @pytest.mark.parametrize(
     "a, b",
     [("Vitamin A", "Vitamin D"), ("Tell us more", "Tell U.S. more"), ("31.4", "3.14"), ("a minor", "A minor")],

@@ -25,6 +25,7 @@ from elical.annotate.judges import (
 if TYPE_CHECKING:
     from elical.annotate.judge_models import AnswerJudge
 
+CACHE_FLUSH_AT = 50_000  # judgements an annotation's disk cache gathers in memory before one write (JudgeCache)
 JUDGE_NAMES = judge_names()  # every judge of elical.annotate.judge_registry, in its order
 
 
@@ -105,7 +106,8 @@ def build_judges(config: AnnotateConfig, backend: Any = None, out_dir: str | Pat
                  pool: Executor | None = None) -> Judges:
     """The two judges of the config, each wrapped in dedup + the run folder's on-disk cache; with ``pool``
     (``judges.workers`` processes, elical.annotate.judge_pool), their rules run on it."""
-    cache = JudgeCache(Path(out_dir) / "judge_cache.sqlite") if out_dir is not None and config.judges.cache else None
+    cache = JudgeCache(Path(out_dir) / "judge_cache.sqlite", flush_at=CACHE_FLUSH_AT) \
+        if out_dir is not None and config.judges.cache else None
     make = judge_maker(config, backend)
 
     def judge(kind: str) -> Judge:

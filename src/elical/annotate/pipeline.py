@@ -380,6 +380,7 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
                     check = check_fast_decode(backend, mine, ChainMap(generated, done), config, per_step)
         for item in judging.rest():
             take(*item)
+    judges.flush()  # the judgements of every written record reach the disk cache with them
     elapsed = time.perf_counter() - start
     result = [done[item.id] for item in mine]
     if out is not None:
