@@ -203,6 +203,33 @@ def test_each_token_piece_is_decoded_once_per_backend(backend, monkeypatch):
         assert g.tokens == [backend.tokenizer.decode([t]) for t in g.token_ids]
 
 
+def test_a_started_batch_is_decoded_in_another_thread_as_generate_decodes_it(backend):
+    """start_generate does the model's work at once and leaves the decoding to a function that another thread
+    may call while this one goes on: the answers are generate's."""
+    import threading
+
+    sampled = GenerationSettings(max_new_tokens=8, do_sample=True, n=4, seed=5)
+    expected = backend.generate(PROMPTS, sampled)
+    finish = backend.start_generate(PROMPTS, sampled)
+    assert backend._side_decode is not None and backend._side_decode is not backend._batch_decode
+    out: list[list[Generation]] = []
+    worker = threading.Thread(target=lambda: out.append(finish()))
+    worker.start()
+    backend.generate(PROMPTS[:1], GREEDY)  # this thread tokenizes and decodes meanwhile
+    worker.join()
+    assert out == [expected]
+    assert backend.start_generate(PROMPTS * 6, sampled)() == backend.generate(PROMPTS * 6, sampled)  # over a batch: at once
+    calls: list[int] = []
+
+    class Wrapped(HFBackend):  # a subclass that changes generate has its generate called
+        def generate(self, prompts, settings=GREEDY):
+            calls.append(len(prompts))
+            return super().generate(prompts, settings)
+
+    wrapped = Wrapped(backend.model, backend.tokenizer, batch_size=16, fast_decode=backend.fast_decode)
+    assert wrapped.start_generate(PROMPTS, sampled)() == expected and calls == [3]
+
+
 def test_answers_are_decoded_as_the_tokenizer_decodes_them(tiny_tokenizer, tiny_llama):
     """The Rust tokenizer's batch decoding stands in for batch_decode where it gives the same texts: with the
     tokenizer's space clean-up off, and on, whatever this transformers version then does; a tokenizer with its

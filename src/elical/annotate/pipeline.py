@@ -114,6 +114,24 @@ def generate_safely(
     return out
 
 
+def start_safely(backend: Backend, prompts: Sequence[Prompt], settings: GenerationSettings,
+                 retries: int) -> Callable[[], list[Outcome]]:
+    """:func:`generate_safely` in two parts where the backend splits its work (``Backend.start_generate``): the
+    model's now, the host's when the returned function is called; a batch that fails is retried now, prompt by
+    prompt. A backend that does not split answers now, through :func:`generate_safely`."""
+    if type(backend).start_generate is Backend.start_generate:
+        outcomes = generate_safely(backend, prompts, settings, retries)
+        return lambda: outcomes
+    try:
+        finish = backend.start_generate(prompts, settings)
+    except UnusableAnswer:
+        raise
+    except Exception:  # noqa: BLE001 - retried as generate_safely retries it (the batch, then each prompt)
+        outcomes = generate_safely(backend, prompts, settings, retries)
+        return lambda: outcomes
+    return lambda: list(group(finish(), settings.n))
+
+
 # ---------------------------------------------------------------------------- one batch of questions
 
 
@@ -140,17 +158,50 @@ def answer_batch(
 ) -> list[Record]:
     """The records of a few questions with their answers (greedy, k samples, verbal replies) or failure,
     not yet judged: the generation stage of :func:`annotate_batch`."""
+    return start_answers(items, backend, config, verbal_examples, meta).records
+
+
+class LateRecords:
+    """A batch's records, made by the first thread that asks for them (:func:`start_answers`)."""
+
+    def __init__(self, make: Callable[[], list[Record]]) -> None:
+        self._make: Callable[[], list[Record]] | None = make
+        self._records: list[Record] = []
+        self._lock = threading.Lock()
+
+    @property
+    def records(self) -> list[Record]:
+        with self._lock:
+            if self._make is not None:
+                self._records, self._make = self._make(), None
+            return self._records
+
+
+def start_answers(
+    items: Sequence[QAItem],
+    backend: Backend,
+    config: AnnotateConfig,
+    verbal_examples: Sequence[tuple[QAItem, float]] = (),
+    meta: dict[str, Any] | None = None,
+) -> LateRecords:
+    """:func:`answer_batch` with the samples' decoding into texts and the records left to whoever first asks
+    for them (the pipelined run's judging thread), so the model can go on with the next batch meanwhile."""
     prompts = [qa_prompt(item, config.prompts) for item in items]
-    greedy, samples, verbal = _generations(items, prompts, backend, config, verbal_examples)
-    records: list[Record] = []
-    for i, (item, prompt, g, s) in enumerate(zip(items, prompts, greedy, samples)):
-        rec = _new_record(item, backend.render(prompt), meta)
-        records.append(rec)
-        if isinstance(g, Failure) or isinstance(s, Failure):
-            rec.failure = next(x for x in (g, s) if isinstance(x, Failure)).reason  # the first step that failed
-            continue
-        _add_answers(rec, g[0], s, {name: replies[i] for name, replies in verbal.items()})
-    return records
+    greedy, finish_samples, verbal = _generations(items, prompts, backend, config, verbal_examples)
+    rendered = [backend.render(prompt) for prompt in prompts]
+
+    def make() -> list[Record]:
+        records: list[Record] = []
+        for i, (item, prompt, g, s) in enumerate(zip(items, rendered, greedy, finish_samples())):
+            rec = _new_record(item, prompt, meta)
+            records.append(rec)
+            if isinstance(g, Failure) or isinstance(s, Failure):
+                rec.failure = next(x for x in (g, s) if isinstance(x, Failure)).reason  # the first step that failed
+                continue
+            _add_answers(rec, g[0], s, {name: replies[i] for name, replies in verbal.items()})
+        return records
+
+    return LateRecords(make)
 
 
 def _record_queries(rec: Record) -> tuple[list[JudgeQuery], list[JudgeQuery]]:
@@ -185,16 +236,20 @@ def judge_records(records: Sequence[Record], judges: Judges) -> None:
 def _generations(
     items: Sequence[QAItem], prompts: Sequence[Prompt], backend: Backend, config: AnnotateConfig,
     verbal_examples: Sequence[tuple[QAItem, float]],
-) -> tuple[list[Outcome], list[Outcome], dict[str, list[Outcome]]]:
-    """(greedy answers, k samples, verbalized-confidence replies per kind) of the questions; questions
-    whose greedy answer failed are not sampled."""
+) -> tuple[list[Outcome], Callable[[], list[Outcome]], dict[str, list[Outcome]]]:
+    """(greedy answers, a function that gives the k samples, verbalized-confidence replies per kind) of the
+    questions; questions whose greedy answer failed are not sampled."""
     greedy = generate_safely(backend, prompts, config.greedy_settings(), config.retries)
-    samples: list[Outcome] = [[] for _ in items]
     alive = [i for i, g in enumerate(greedy) if not isinstance(g, Failure)]
-    if config.k > 0 and alive:
-        sampled = generate_safely(backend, [prompts[i] for i in alive], config.sample_settings(), config.retries)
-        for i, s in zip(alive, sampled):
-            samples[i] = s
+    sampling = start_safely(backend, [prompts[i] for i in alive], config.sample_settings(), config.retries) \
+        if config.k > 0 and alive else list
+
+    def samples() -> list[Outcome]:
+        out: list[Outcome] = [[] for _ in items]
+        for i, s in zip(alive, sampling()):
+            out[i] = s
+        return out
+
     verbal: dict[str, list[Outcome]] = {}
     for kind in config.verbal:
         shots = verbal_examples if kind == "verbal-10" else ()
@@ -335,19 +390,21 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
     shared = _judges_use_answering_model(config, backend)
     model_lock: AbstractContextManager[Any] = threading.Lock() if shared else nullcontext()
 
-    def judge(fresh: list[Record]) -> None:
-        with model_lock, clock.timing("judge"):
-            judge_records([r for r in fresh if not r.failed], judges)
+    def judge(answered: LateRecords) -> None:
+        with clock.timing("judge"):
+            fresh = answered.records  # pipelined: the samples decoded here, while the model goes on
+            with model_lock:
+                judge_records([r for r in fresh if not r.failed], judges)
 
     pipelined = pipeline_on(config, backend)
-    stage: InTurn[list[Record]] = Behind(judge, clock=clock) if pipelined else InTurn(judge)
+    stage: InTurn[LateRecords] = Behind(judge, clock=clock) if pipelined else InTurn(judge)
     with annotate_progress(len(mine), len(done), enabled=progress) as advance, stage as judging:
         records: list[Record] = []  # the chunk being made: written when its block ends or after chunk_seconds
         began = time.monotonic()
 
-        def take(batch: list[QAItem], closes: bool, fresh: list[Record]) -> None:
+        def take(batch: list[QAItem], closes: bool, answered: LateRecords) -> None:
             nonlocal records, began, seq
-            records += fresh
+            records += answered.records
             advance(len(batch))
             if not (closes or time.monotonic() - began >= config.chunk_seconds):
                 return
@@ -359,13 +416,13 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
                 on_chunk(records)
             records, began = [], time.monotonic()
 
-        generated: dict[str, Record] = {}  # this run's answered records, judged or not
+        generated: list[LateRecords] = []  # this run's answered batches, judged or not
         try:
             for batch, closes in plan:
                 with model_lock, clock.timing("generate"):
-                    fresh = answer_batch(batch, backend, config, examples, meta)
-                generated.update((r.id, r) for r in fresh)
-                judging.put((batch, closes, fresh))
+                    answered = start_answers(batch, backend, config, examples, meta)
+                generated.append(answered)
+                judging.put((batch, closes, answered))
                 for item in judging.ready():
                     take(*item)
         except Exception:
@@ -377,7 +434,8 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
             check = earlier_check(out)
             if check is None and todo:  # reads answers only, so it runs while the judges finish the last batches
                 with model_lock:
-                    check = check_fast_decode(backend, mine, ChainMap(generated, done), config, per_step)
+                    answers = {r.id: r for answered in generated for r in answered.records}
+                    check = check_fast_decode(backend, mine, ChainMap(answers, done), config, per_step)
         for item in judging.rest():
             take(*item)
     judges.flush()  # the judgements of every written record reach the disk cache with them

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -89,6 +89,13 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings = GREEDY) -> list[Generation]:
         """Answer every prompt ``settings.n`` times."""
+
+    def start_generate(self, prompts: Sequence[Prompt], settings: GenerationSettings = GREEDY) -> Callable[[], list[Generation]]:
+        """:meth:`generate` in two parts: the model's work now, and the host's (token ids into texts) when the
+        returned function is called, from any thread, so that the model may go on meanwhile. By default
+        everything happens now."""
+        answers = self.generate(prompts, settings)
+        return lambda: answers
 
     def render(self, prompt: Prompt) -> str:
         """The text the model actually reads for this prompt (chat template applied where there is one)."""

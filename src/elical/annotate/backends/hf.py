@@ -21,6 +21,7 @@ assumed not to change between two such calls.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 from collections.abc import Callable, Iterator, Sequence
@@ -136,6 +137,7 @@ class HFBackend(Backend):
         self._last: _Batch | None = None  # the last batch, for a next call with the same prompts
         self._batch_decode = fast_batch_decode(tokenizer)  # None: tokenizer.batch_decode
         self._pieces: dict[int, str] = {}  # each token id's own text (its record's tokens), decoded once per backend
+        self._side_decode: Callable[[list[list[int]], bool], list[str]] | None = None  # another thread's (start_generate)
         self.model_name = model_name or getattr(model.config, "_name_or_path", "") or type(model).__name__
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -242,7 +244,26 @@ class HFBackend(Backend):
             batch = self._last = _Batch(texts, *self.encode(prompts, texts))
         return batch
 
+    def start_generate(self, prompts: Sequence[Prompt], settings: GenerationSettings = GREEDY) -> Callable[[], list[Generation]]:
+        """One batch's model work now; its decoding into texts when the returned function is called, with a copy
+        of the Rust tokenizer of its own, so another thread may decode while this one tokenizes the next batch.
+        Everything now for more prompts than a batch, a tokenizer without a Rust decoding, and where a subclass
+        or the instance replaces ``generate`` (its ``generate`` is called)."""
+        own = type(self).generate is HFBackend.generate and "generate" not in vars(self)
+        if own and self._side_decode is None and self._batch_decode is not None:
+            self._side_decode = fast_batch_decode(copy.deepcopy(self.tokenizer))
+        decode = self._side_decode
+        if not own or decode is None or len(prompts) > max(1, self.batch_size // settings.n):
+            return super().start_generate(prompts, settings)
+        tokens, logprobs, prompt_tokens = self._model_part(prompts, settings)
+        return lambda: self._to_generations(tokens, logprobs, settings.logprobs, prompt_tokens, decode)
+
     def _generate_batch(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Generation]:
+        tokens, logprobs, prompt_tokens = self._model_part(prompts, settings)
+        return self._to_generations(tokens, logprobs, settings.logprobs, prompt_tokens, self._decode)
+
+    def _model_part(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> tuple[list[list[int]], list[list[float]], list[int]]:
+        """A batch's new token ids and their raw log-probs (n rows per prompt), and each row's prompt length."""
         import torch
 
         batch = self._batch(prompts)
@@ -254,7 +275,7 @@ class HFBackend(Backend):
             else:
                 tokens, logprobs = self._hf_generate(batch.input_ids, batch.attention_mask, settings)
         prompt_tokens = [int(n) for n in batch.attention_mask.sum(dim=1).tolist() for _ in range(settings.n)]
-        return self._to_generations(tokens, logprobs, settings.logprobs, prompt_tokens)
+        return tokens, logprobs, prompt_tokens
 
     def _hf_generate(self, input_ids, attention_mask, settings: GenerationSettings) -> tuple[list[list[int]], list[list[float]]]:
         """New tokens and their raw log-probs from transformers' ``generate`` (n rows per prompt)."""
@@ -334,22 +355,22 @@ class HFBackend(Backend):
         return cache, out.logits
 
     def _to_generations(self, sequences: list[list[int]], logprobs: list[list[float]], keep_logprobs: bool,
-                        prompt_tokens: list[int]) -> list[Generation]:
-        """Cut each sequence at its first stop token and decode it (each distinct answer once, each token once
-        per backend); its ``usage`` counts the prompt's tokens (``prompt_tokens``, one per sequence) and the
-        answer's, its stop token included."""
+                        prompt_tokens: list[int], decode: Callable[[list[list[int]], bool], list[str]]) -> list[Generation]:
+        """Cut each sequence at its first stop token and decode it with ``decode`` (each distinct answer once,
+        each token once per backend); its ``usage`` counts the prompt's tokens (``prompt_tokens``, one per
+        sequence) and the answer's, its stop token included."""
         kept: list[list[int]] = []
         finished: list[bool] = []
         for ids in sequences:
             end = min((ids.index(s) for s in self.stop_ids if s in ids), default=None)
             kept.append(ids[:end] if end is not None else list(ids))
             finished.append(end is not None)
-        piece = self._pieces
-        unseen = sorted({t for ids in kept for t in ids}.difference(piece))
+        piece = self._pieces  # shared by the threads that decode: a piece decoded twice is the same text
+        unseen = sorted(t for t in {t for ids in kept for t in ids} if t not in piece)
         if unseen:
-            piece.update(zip(unseen, self._decode([[t] for t in unseen], skip_special_tokens=False)))
+            piece.update(zip(unseen, decode([[t] for t in unseen], False)))
         distinct_answers = list(dict.fromkeys(map(tuple, kept)))  # k samples often repeat: each decoded once
-        text_of = dict(zip(distinct_answers, self._decode([list(ids) for ids in distinct_answers], skip_special_tokens=True)))
+        text_of = dict(zip(distinct_answers, decode([list(ids) for ids in distinct_answers], True)))
         texts = [text_of[tuple(ids)] for ids in kept]
         return [
             Generation(
