@@ -1,7 +1,7 @@
 """The ``lens`` head input: the LM's next-token distribution at the pooled token, summarised (largest
-log-probability, entropy) beside the hidden state; known values, agreement with the LM's own logits,
-padding and packing invariance, save/load, models with an output layer of their own (and a clear error where
-their checkpoint lacks it), and training with it."""
+log-probability, entropy; with ``lens_top`` its LENS_TOP largest log-probabilities and entropy) beside the hidden
+state; known values, agreement with the LM's own logits, padding and packing invariance, save/load, models with an
+output layer of their own (and a clear error where their checkpoint lacks it), and training with it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ import pytest
 import torch
 
 from elical.core.settings_contract import output_settings
-from elical.model.network import LENS_FEATURES, ConfidenceModel, ModelConfig, lens_features, qa_prompt
+from elical.model.network import (
+    LENS_FEATURES,
+    LENS_TOP,
+    ConfidenceModel,
+    ModelConfig,
+    lens_features,
+    qa_prompt,
+)
 from elical.train.batching import packed_batches, padded_batch, tokenize_prompts
 
 QUESTIONS = ["What is the capital of France?", "Who wrote Hamlet?", "1969?", "Which river flows through Egypt?"]
@@ -64,6 +71,50 @@ def test_lens_features_are_the_top_log_probability_and_the_entropy():
     expected = torch.tensor([[math.log(probs[0]), -sum(p * math.log(p) for p in probs)],
                              [-math.log(3), math.log(3)]])
     torch.testing.assert_close(lens_features(pooled, embedding), expected)
+
+
+def test_lens_top_adds_the_runner_up_log_probabilities_sorted_before_the_entropy():
+    embedding = torch.tensor([[2.0], [0.0], [1.0], [-1.0]])
+    pooled = torch.tensor([[1.0], [-1.0]])
+    for row, logits in zip(lens_features(pooled, embedding, top=3), ([2.0, 0.0, 1.0, -1.0], [-2.0, 0.0, -1.0, 1.0])):
+        logprobs = torch.tensor(logits).log_softmax(-1)
+        expected = [*sorted(logprobs.tolist(), reverse=True)[:3], float(-(logprobs.exp() * logprobs).sum())]
+        torch.testing.assert_close(row, torch.tensor(expected))
+    # top=1 is the two-number summary (largest log-probability, entropy); every summary's first and last agree
+    two, five = lens_features(pooled, embedding), lens_features(pooled, torch.cat([embedding, embedding]), top=5)
+    assert two.shape == (2, LENS_FEATURES) and torch.equal(two, lens_features(pooled, embedding, top=3)[:, [0, -1]])
+    assert (five[:, :-1].diff(dim=-1) <= 0).all()  # largest first
+    assert (five[:, :-1].exp().sum(-1) <= 1 + 1e-6).all() and (five[:, -1] >= 0).all()
+
+
+def test_lens_top_needs_lens_and_is_recorded_only_when_on():
+    with pytest.raises(ValueError, match="lens_top changes the lens summary: it needs lens: true"):
+        ModelConfig(lens_top=True)
+    assert "lens_top" not in output_settings(ModelConfig(lens=True))
+    assert output_settings(ModelConfig(lens=True, lens_top=True))["lens_top"] is True
+
+
+def test_head_with_lens_top_reads_the_lms_top_log_probabilities_and_saves_them(tied_dir, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    model = lens_model(tied_dir, head="mlp", lens_top=True)
+    hidden = model.classifier.config.hidden_size
+    first = next(m for m in model.head.modules() if isinstance(m, torch.nn.Linear))
+    assert first.in_features == hidden + LENS_TOP + 1
+    seqs = encoded(model)
+    batch = padded_batch(seqs, list(range(len(seqs))), model.tokenizer.pad_token_id, "left")
+    with torch.no_grad():
+        features = model.hidden_states(**batch.model_inputs())
+        lm = AutoModelForCausalLM.from_pretrained(tied_dir, dtype=torch.float32).eval()
+        logprobs = lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, -1].log_softmax(-1)
+    expected = torch.cat([logprobs.topk(LENS_TOP, -1).values, -(logprobs.exp() * logprobs).sum(-1, keepdim=True)], -1)
+    torch.testing.assert_close(features[:, hidden:], expected, atol=1e-5, rtol=1e-5)
+    before = model.confidence(QUESTIONS)
+    model.save(tmp_path / "m")
+    head = json.loads((tmp_path / "m" / "head_config.json").read_text())
+    assert head["sizes"][0] == hidden + LENS_TOP + 1 and f"the {LENS_TOP} largest log-probabilities" in head["inputs"]
+    loaded = ConfidenceModel.load(tmp_path / "m")
+    assert loaded.config.lens_top and loaded.confidence(QUESTIONS) == pytest.approx(before, abs=1e-6)
 
 
 def test_head_reads_the_hidden_state_then_the_lms_own_next_token_summary(tied_dir):
@@ -179,3 +230,7 @@ def test_training_with_lens_learns_and_caches_its_own_features(tied_dir, records
         assert len(list((tmp_path / "cache").glob("features-*.safetensors"))) == 2
         width = json.loads((plain.model / "head_config.json").read_text())["sizes"][0]
         assert width + LENS_FEATURES == first_width
+        # and with lens_top, a third, wider one: LENS_TOP largest log-probabilities and the entropy
+        top = train(TrainConfig(**settings, lens=True, lens_top=True), [records_file], show_progress=False, overwrite=True)
+        assert len(list((tmp_path / "cache").glob("features-*.safetensors"))) == 3
+        assert json.loads((top.model / "head_config.json").read_text())["sizes"][0] == width + LENS_TOP + 1

@@ -238,7 +238,8 @@ def test_select_on_none_keeps_every_digest_of_before():
     from elical.run.fingerprints import honesty_settings, train_settings
     from elical.run.steps.honesty_step import gate_choice
 
-    lens_off = {"settings": {"lens": False, "stage2_refit": False}}  # HEAD's digests: the preset before both were on
+    # HEAD's digests: the preset before lens, lens_top and stage2_refit were on
+    lens_off = {"settings": {"lens": False, "lens_top": False, "stage2_refit": False}}
     cfg = config(**lens_off)
     now = {k.name: digest(train_settings(cfg, k, "A")) for k in planned_models(cfg)}
     gate = digest(train_settings(cfg, ModelKey("elical", *gate_choice(cfg)), "A"))
@@ -246,7 +247,8 @@ def test_select_on_none_keeps_every_digest_of_before():
     # the full candidate is the paper's model, the platt one a run with settings.stage2 platt
     chosen = config(**SELECT, **lens_off)
     assert digest(train_settings(chosen, ModelKey("elical", 10, 0, "full"), "A")) == HEAD["elical-10-s0"]
-    platt = load_run_config(overrides=deep_merge(SMALL, {"train": {"settings": {"stage2": "platt", "lens": False, "stage2_refit": False}}}))
+    platt = load_run_config(overrides=deep_merge(SMALL, {"train": {"settings": {"stage2": "platt", "lens": False, "lens_top": False,
+                                                                                   "stage2_refit": False}}}))
     assert (train_settings(chosen, ModelKey("elical", 10, 0, "platt"), "A")
             == train_settings(platt, ModelKey("elical", 10, 0), "A"))
 

@@ -60,14 +60,17 @@ def head_sizes(hidden: int, kind: str) -> list[int]:
 
 
 def write_head_files(path: Path, kind: str, sizes: list[int], state: Mapping[str, torch.Tensor],
-                     lens: bool = False) -> None:
+                     lens: int = 0) -> None:
     """``head.safetensors`` (the head module's state dict: ``weight``/``bias`` for linear, ``0.weight``...
-    for the MLP, as ``torch.nn`` names them) and ``head_config.json`` (kind, layer sizes and what it reads)."""
+    for the MLP, as ``torch.nn`` names them) and ``head_config.json`` (kind, layer sizes and what it reads;
+    ``lens``: how many of the next-token distribution's largest log-probabilities follow the hidden state,
+    then its entropy; 0: none, no lens)."""
     from safetensors.torch import save_file
 
     save_file({k: v.detach().float().cpu().contiguous() for k, v in state.items()}, str(path / HEAD_WEIGHTS_NAME))
+    largest = "the largest log-probability" if lens == 1 else f"the {lens} largest log-probabilities (largest first)"
     reads = ("the final-layer hidden state at the prompt's last token"
-             + (", then the largest log-probability and the entropy of the base model's next-token distribution "
+             + (f", then {largest} and the entropy of the base model's next-token distribution "
                 "there (LoRA off: log_softmax of its hidden state times its output layer's transpose)" if lens else ""))
     write_json(path / HEAD_CONFIG_NAME, {"kind": kind, "sizes": sizes, "activation": "relu", "inputs": reads,
                                          "confidence": "sigmoid of the last layer's output"})

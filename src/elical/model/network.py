@@ -62,19 +62,33 @@ if TYPE_CHECKING:
 
 
 LENS_FEATURES = 2  # the next-token distribution's largest log-probability and its entropy
+LENS_TOP = 5  # with lens_top: its LENS_TOP largest log-probabilities (sorted), then its entropy
+
+
+def lens_top(config: ModelConfig) -> int:
+    """How many of the next-token distribution's largest log-probabilities the head reads (0 without ``lens``)."""
+    return (LENS_TOP if config.lens_top else 1) if config.lens else 0
+
+
+def lens_size(config: ModelConfig) -> int:
+    """How many numbers the lens summary adds to the head's input: the largest log-probabilities and the
+    entropy (0 without ``lens``)."""
+    return lens_top(config) + 1 if config.lens else 0
 
 
 def head_inputs(hidden: int, config: ModelConfig) -> int:
     """How many numbers the head reads: the hidden state, and with ``lens`` the next-token summary."""
-    return hidden + (LENS_FEATURES if config.lens else 0)
+    return hidden + lens_size(config)
 
 
-def lens_features(pooled: torch.Tensor, output_embedding: torch.Tensor) -> torch.Tensor:
-    """The LM's next-token distribution at each pooled (final-norm) hidden state, summarised as its largest
-    log-probability and its entropy (rows x 2, float32): what the model would say first, and how sure it is."""
+def lens_features(pooled: torch.Tensor, output_embedding: torch.Tensor, top: int = 1) -> torch.Tensor:
+    """The LM's next-token distribution at each pooled (final-norm) hidden state, summarised as its ``top``
+    largest log-probabilities (largest first) and its entropy (rows x top + 1, float32): what the model would say
+    first, what it holds in reserve, and how sure it is."""
     logprobs = torch.log_softmax(pooled.float() @ output_embedding.float().T, dim=-1)
-    entropy = -(logprobs.exp() * logprobs).sum(-1)
-    return torch.stack([logprobs.max(-1).values, entropy], dim=-1)
+    entropy = -(logprobs.exp() * logprobs).sum(-1, keepdim=True)
+    largest = logprobs.topk(top, dim=-1).values
+    return torch.cat([largest, entropy], dim=-1)
 
 
 def output_embedding(classifier: Any, base_model: str) -> torch.Tensor:
@@ -301,7 +315,8 @@ class ConfidenceModel(nn.Module):
         else:
             head_state = self.classifier.score.state_dict()
         inputs = head_inputs(self.classifier.config.hidden_size, self.config)
-        write_head_files(path, self.config.head, head_sizes(inputs, self.config.head), head_state, lens=self.config.lens)
+        write_head_files(path, self.config.head, head_sizes(inputs, self.config.head), head_state,
+                         lens=lens_top(self.config))
         write_prompt_file(path, self.config.system_prompt, self.config.qa_template, self.config.max_length)
         base = self.base_model_record()
         if self.config.lora:
@@ -382,7 +397,7 @@ class ConfidenceModel(nn.Module):
         else:
             base = pooled
         assert self.lens_weight is not None  # set by from_backbone whenever config.lens is on
-        summary = lens_features(base, self.lens_weight.to(base.device))
+        summary = lens_features(base, self.lens_weight.to(base.device), lens_top(self.config))
         return torch.cat([pooled, summary.to(pooled.dtype)], dim=-1)
 
     def _pooled(self, inputs: dict[str, torch.Tensor | None], pool_index: torch.Tensor) -> torch.Tensor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from elical.core.inputs import Range
 from elical.core.settings_contract import Output
@@ -25,6 +25,12 @@ class ModelFields(BaseModel):
     # before any answer is generated. A tiny LM holds what it knows there but not linearly in its hidden state
     # (benchmarks/results/world_probe_lens_cpu.txt).
     lens: Annotated[bool, Output.WHEN_ON] = False
+    # With lens: the summary holds the next-token distribution's LENS_TOP (5) largest log-probabilities, sorted,
+    # and its entropy (6 numbers) instead of the largest and the entropy (2): how much the runner-up answers get,
+    # not only the first (1 - p_max spread over one rival or over many). The head's MLP reads its inputs at their
+    # own scale, and the largest log-probability varies little (sd 0.46 nats on the world pool, against 2.3 for
+    # the second): alone it barely moves the head (benchmarks/results/world_lens_top_cpu.md).
+    lens_top: Annotated[bool, Output.WHEN_ON] = False
     lora_r: Annotated[int, Range(1), Output.LORA] = 8
     lora_alpha: Annotated[int, Range(1), Output.LORA] = 16  # LoRA's update is scaled by alpha / r: 0 would switch it off
     lora_dropout: Annotated[float, Range(0, 1, high_open=True), Output.LORA] = 0.0
@@ -32,6 +38,12 @@ class ModelFields(BaseModel):
     max_length: Annotated[int, Range(1)] = 512
     dtype: Annotated[str, Output.PER_STAGE] = "auto"  # auto: bfloat16 on GPU, float32 on CPU
     attn_implementation: Annotated[str, Output.NEVER] = "sdpa"  # the attention kernel: the same sums, reordered
+
+    @model_validator(mode="after")
+    def _top_needs_lens(self) -> ModelFields:
+        if self.lens_top and not self.lens:
+            raise ValueError("lens_top changes the lens summary: it needs lens: true")
+        return self
 
 
 class PromptFields(BaseModel):

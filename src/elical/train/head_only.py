@@ -23,7 +23,8 @@ def cached_features(model, data: StageData, cfg: TrainConfig, cache_dir: Path, a
     from safetensors.torch import load_file, save_file
 
     indices = sorted(set(data.train) | set(data.val))
-    reads = [cfg.model, *(["lens"] if cfg.lens else [])]  # lens adds columns: its features are cached apart
+    # lens adds columns (lens_top more of them): its features are cached apart
+    reads = [cfg.model, *(["lens"] if cfg.lens else []), *(["lens_top"] if cfg.lens_top else [])]
     key = hashlib.sha1(json.dumps([*reads, [data.seqs[i] for i in indices]]).encode()).hexdigest()[:16]
     path = cache_dir / f"features-{key}.safetensors"
     if path.exists():
