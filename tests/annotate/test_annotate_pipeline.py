@@ -158,3 +158,24 @@ def test_by_default_the_pipeline_runs_off_the_cpu_only(backend, tmp_path):
     assert pipeline_on(PIPELINED, backend) and not pipeline_on(SERIAL, backend)
     annotate(make_items(2), backend, None, CONFIG, tmp_path, progress=False)
     assert json.loads((tmp_path / "meta-0of1.json").read_text())["pipeline"] is False
+
+
+def test_a_sampling_batch_that_fails_as_it_starts_is_retried_prompt_by_prompt(backend, tmp_path, monkeypatch):
+    """The pipelined run starts the samples' batch and decodes it later; a batch that fails as it starts is tried
+    again one prompt at a time, as generate_safely does: only the broken question is recorded as failed."""
+    real = backend._model_part
+    tried: list[int] = []
+
+    def model_part(prompts, settings):
+        tried.append(len(prompts))
+        if settings.n > 1 and any("POISON" in backend.render(p) for p in prompts):
+            raise RuntimeError("CUDA error: device-side assert")
+        return real(prompts, settings)
+
+    monkeypatch.setattr(backend, "_model_part", model_part)
+    items = make_items(3) + [QAItem("POISON question", ["x"], "nq")]
+    records = annotate(items, backend, None, PIPELINED.model_copy(update={"retries": 1}), tmp_path, progress=False)
+    failed = [r for r in records if r.failed]
+    assert [r.question for r in failed] == ["POISON question"] and "device-side assert" in failed[0].failure
+    assert all(len(r.samples) == PIPELINED.k for r in records if not r.failed)
+    assert tried == [4, 4, 1, 1, 1, 1]  # the greedy batch, the samples batch, then each prompt's samples once (retries 1)

@@ -97,7 +97,12 @@ def generate_safely(
     except UnusableAnswer:
         raise
     except Exception as err:  # noqa: BLE001 - any other backend error is retried per question, then recorded
-        batch_error = f"{type(err).__name__}: {err}"
+        return _each_alone(backend, prompts, settings, retries, f"{type(err).__name__}: {err}")
+
+
+def _each_alone(backend: Backend, prompts: Sequence[Prompt], settings: GenerationSettings, retries: int,
+                batch_error: str) -> list[Outcome]:
+    """After a failed batch: each prompt alone, up to ``retries`` more times, else its failure."""
     out: list[Outcome] = []
     for prompt in prompts:
         reason = batch_error
@@ -126,8 +131,8 @@ def start_safely(backend: Backend, prompts: Sequence[Prompt], settings: Generati
         finish = backend.start_generate(prompts, settings)
     except UnusableAnswer:
         raise
-    except Exception:  # noqa: BLE001 - retried as generate_safely retries it (the batch, then each prompt)
-        outcomes = generate_safely(backend, prompts, settings, retries)
+    except Exception as err:  # noqa: BLE001 - retried as generate_safely retries it
+        outcomes = _each_alone(backend, prompts, settings, retries, f"{type(err).__name__}: {err}")
         return lambda: outcomes
     return lambda: list(group(finish(), settings.n))
 
