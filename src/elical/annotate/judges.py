@@ -366,9 +366,10 @@ class JudgeCache:
     """Judgements on disk (SQLite), keyed by :func:`query_key`. With ``flush_at`` above 0, new judgements
     gather in memory (where :meth:`get_many` finds them) and go to disk ``flush_at`` at a time, on
     :meth:`flush`, and when the process exits: every transaction rewrites the B-tree pages its random keys
-    land on, so one per batch made a long annotation's writes grow with the file (2-core VM, 1.1 M keys of
-    8,400 per batch: 26 s one transaction per batch, 9 s 50,000 per transaction). A kill loses only what
-    waits in memory: judgements a resumed run can make again."""
+    land on, so one per batch made a long annotation's writes grow with the file (1.1 M keys, 8,400 per batch, on
+    a 2-core VM: 30.7 s one transaction per batch, 12.6 s 50,000 per transaction; benchmarks/bench_judge_cache.py,
+    benchmarks/results/bench_judge_cache_cpu.txt). A kill loses only what waits in memory: judgements a resumed
+    run can make again."""
 
     def __init__(self, path: str | Path, flush_at: int = 0):
         self.path = Path(path)

@@ -209,10 +209,14 @@ class HFBackend(Backend):
 
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings = GREEDY) -> list[Generation]:
         out: list[Generation] = []
-        per_call = max(1, self.batch_size // settings.n)
+        per_call = self._prompts_per_call(settings)
         for start in range(0, len(prompts), per_call):
             out.extend(self._generate_batch(prompts[start : start + per_call], settings))
         return out
+
+    def _prompts_per_call(self, settings: GenerationSettings) -> int:
+        """Prompts per model call: ``batch_size`` sequences hold this many prompts' n answers."""
+        return max(1, self.batch_size // settings.n)
 
     def _processors(self, settings: GenerationSettings, recorder: _RawLogprobs):
         from transformers import LogitsProcessorList
@@ -253,7 +257,7 @@ class HFBackend(Backend):
         if own and self._side_decode is None and self._batch_decode is not None:
             self._side_decode = fast_batch_decode(copy.deepcopy(self.tokenizer))
         decode = self._side_decode
-        if not own or decode is None or len(prompts) > max(1, self.batch_size // settings.n):
+        if not own or decode is None or len(prompts) > self._prompts_per_call(settings):
             return super().start_generate(prompts, settings)
         tokens, logprobs, prompt_tokens = self._model_part(prompts, settings)
         return lambda: self._to_generations(tokens, logprobs, settings.logprobs, prompt_tokens, decode)
