@@ -126,8 +126,9 @@ def check_fast_decode(backend: Backend, items: Sequence[QAItem], records: Mappin
     """How often ``generate`` gives the greedy answers that elical's loop gave in ``records`` (by question id), on
     ``count`` of ``items`` (a draw seeded by ``config.seed``; :data:`FAST_DECODE_CHECK` by default) answered
     there, in batches of ``per_step`` prompts as the run makes them: the questions checked, the share whose
-    greedy tokens are generate's, and the largest |token log-prob difference| among those. Made after the
-    run, from its own answers, so only generate's side costs time. None where there is nothing to check. On a
+    greedy tokens are generate's, and the largest |token log-prob difference| among those. Made once the
+    run has generated every batch (the annotation runs it while its judges finish the last ones), from the
+    run's own answers, so only generate's side costs time. None where there is nothing to check. On a
     bf16 GPU the share is below 1 (batch effects), about as far as generate's agreement with itself at
     another batch size. A check that raises is recorded as its error (the check informs; it stops nothing)."""
     count = FAST_DECODE_CHECK if count is None else count
