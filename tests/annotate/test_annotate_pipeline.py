@@ -9,7 +9,7 @@ import threading
 import pytest
 from test_annotate import CONFIG, make_items
 
-from elical.annotate import MatchJudge, annotate
+from elical.annotate import MatchJudge, annotate, decoding
 from elical.annotate.backends.base import UnusableAnswer
 from elical.annotate.backends.hf import HFBackend
 from elical.annotate.judges import JudgeQuery
@@ -173,6 +173,7 @@ def test_a_sampling_batch_that_fails_as_it_starts_is_retried_prompt_by_prompt(ba
         return real(prompts, settings)
 
     monkeypatch.setattr(backend, "_model_part", model_part)
+    monkeypatch.setattr(decoding, "FAST_DECODE_CHECK", 0)  # the model calls counted below are the annotation's only
     items = make_items(3) + [QAItem("POISON question", ["x"], "nq")]
     records = annotate(items, backend, None, PIPELINED.model_copy(update={"retries": 1}), tmp_path, progress=False)
     failed = [r for r in records if r.failed]

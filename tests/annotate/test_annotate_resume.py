@@ -109,7 +109,7 @@ def test_cli_fast_decode_is_recorded_so_a_folder_never_mixes_two_samplers(tiny_t
 
     runner = CliRunner()
     args = [*annotate_args(tiny_tokenizer, tiny_llama, tmp_path), "--k", "2", "--consistency-judge", "match"]
-    assert runner.invoke(app, args).exit_code == 0
+    assert runner.invoke(app, [*args, "--no-fast-decode"]).exit_code == 0
     result = runner.invoke(app, [*args, "--fast-decode"])
     assert result.exit_code == 2 and "fast_decode" in result.output and "--overwrite" in result.output
     result = runner.invoke(app, [*args, "--fast-decode", "--overwrite"])
@@ -193,7 +193,10 @@ def test_a_chunk_is_written_once_chunk_seconds_pass_even_if_not_full(backend, tm
     assert AnnotateConfig(chunk_seconds=1).output_settings() == AnnotateConfig().output_settings()
 
 
-def test_a_run_killed_after_a_timed_chunk_resumes_to_the_same_records(backend, tmp_path):
+def test_a_run_killed_after_a_timed_chunk_resumes_to_the_same_records(backend, tmp_path, monkeypatch):
+    from elical.annotate import decoding
+
+    monkeypatch.setattr(decoding, "FAST_DECODE_CHECK", 0)  # generate calls counted below are the annotation's only
     items = make_items(12)
     whole = annotate(items, backend, None, CONFIG, tmp_path / "whole", progress=False)
     timed = CONFIG.model_copy(update={"chunk_size": 256, "chunk_seconds": 0.05})

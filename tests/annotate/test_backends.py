@@ -296,3 +296,26 @@ def test_a_tokenizer_whose_decoding_cleans_up_spaces_is_decoded_with_the_clean_u
     assert decode is not None
     assert decode(sequences, True) == tokenizer.batch_decode(sequences, skip_special_tokens=True)
     assert decode(sequences, True) != rust.decode_batch(sequences, skip_special_tokens=True)
+
+
+def test_fast_decode_on_a_cpu_steps_until_the_longest_answer_stops(tiny_tokenizer, tiny_llama, monkeypatch):
+    """Without a CUDA graph, elical's loop asks after every step whether every row has stopped: it makes as many steps
+    as the longest answer needs (its first stop token included), not max_new_tokens."""
+    from elical.annotate.backends import hf_decode
+
+    steps = []
+    real = hf_decode.Decoder._step
+    monkeypatch.setattr(hf_decode.Decoder, "_step", lambda self: steps.append(1) or real(self))
+    settings = GenerationSettings(max_new_tokens=8)
+    free = HFBackend(tiny_llama, tiny_tokenizer, fast_decode=True)
+    free.stop_ids = [tiny_tokenizer.vocab_size + 7]  # never generated: every row runs to max_new_tokens
+    runs = [g.token_ids for g in free.generate(PROMPTS, settings)]
+    assert len(steps) == 7 and all(len(ids) == 8 for ids in runs)
+    stops = {ids[2] for ids in runs}  # each row's third token stops it (or an earlier one that is also a stop)
+    needed = max(min(i for i, t in enumerate(ids) if t in stops) + 1 for ids in runs)
+    steps.clear()
+    stopped = HFBackend(tiny_llama, tiny_tokenizer, fast_decode=True)
+    stopped.stop_ids = sorted(stops)
+    answers = stopped.generate(PROMPTS, settings)
+    assert len(steps) == needed - 1 and needed <= 3  # the first token comes from the prefill
+    assert [g.token_ids for g in answers] == [ids[: min(i for i, t in enumerate(ids) if t in stops)] for ids in runs]

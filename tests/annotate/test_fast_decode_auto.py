@@ -1,7 +1,7 @@
-"""fast_decode: auto (the default), forced on, forced off, with tiny real models. Auto decodes with generate on a
-CPU and leaves the folder's settings as they were before auto existed; a resumed folder keeps the path its
-records were made with; where elical's loop decodes, the folder's meta records how often its greedy answers
-are generate's."""
+"""fast_decode: auto (the default), forced on, forced off, with tiny real models. Auto decodes with elical's loop on a
+CPU and a CUDA device, and with generate elsewhere, leaving the folder's settings as they were before auto existed
+there; a resumed folder keeps the path its records were made with; where elical's loop decodes, the folder's meta
+records how often its greedy answers are generate's."""
 
 from __future__ import annotations
 
@@ -35,11 +35,20 @@ def paths(folder) -> set[bool]:
     return {bool(rec.generation.get("fast_decode")) for rec in read_parquet(folder / "records.parquet")}
 
 
+def seen_on(monkeypatch, seen: str) -> None:
+    """Auto's view of the model as if it were on the device type ``seen`` (the tiny model stays on the CPU)."""
+    real = hf_decode.auto_fast_decode
+    monkeypatch.setattr(hf_decode, "auto_fast_decode", lambda model, penalty=1.0, device=None: real(model, penalty, seen))
+
+
 @pytest.fixture
 def as_on_a_gpu(monkeypatch):
-    """Auto's view of the model as if it were on a CUDA device (the tiny model stays on the CPU)."""
-    real = hf_decode.auto_fast_decode
-    monkeypatch.setattr(hf_decode, "auto_fast_decode", lambda model, penalty=1.0, device=None: real(model, penalty, "cuda"))
+    seen_on(monkeypatch, "cuda")
+
+
+@pytest.fixture
+def as_on_mps(monkeypatch):
+    seen_on(monkeypatch, "mps")
 
 
 def test_auto_is_the_default_and_keeps_todays_settings_digest():
@@ -52,7 +61,16 @@ def test_auto_is_the_default_and_keeps_todays_settings_digest():
     assert AnnotateConfig.model_validate(CONFIG.model_dump()).fast_decode is None  # annotate.yaml keeps auto
 
 
-def test_auto_on_cpu_decodes_with_generate_and_records_the_same_digest(backend, tmp_path):
+def test_auto_on_cpu_decodes_with_fast_decode_and_checks_it(backend, tmp_path):
+    annotate(make_items(5), backend, None, CONFIG, tmp_path, progress=False)
+    decoding = meta(tmp_path)["decoding"]
+    assert decoding["path"] == "fast_decode" and decoding["chosen"] == "auto" and "on cpu" in decoding["why"]
+    assert decoding["check"]["same_greedy_share"] == 1.0 and paths(tmp_path) == {True}  # float32: generate's answers
+    assert recorded_settings(tmp_path, "annotate")["fast_decode"] is True
+    assert not backend.fast_decode  # the backend is left as it was given
+
+
+def test_auto_elsewhere_decodes_with_generate_and_records_the_same_digest(backend, tmp_path, as_on_mps):
     records = annotate(make_items(5), backend, None, CONFIG, tmp_path, progress=False, versions={"model": "m"})
     assert len(records) == 5 and paths(tmp_path) == {False}
     today = annotation_fingerprint(CONFIG.model_copy(update={"fast_decode": False}), {"model": "m"})
@@ -60,8 +78,7 @@ def test_auto_on_cpu_decodes_with_generate_and_records_the_same_digest(backend, 
     assert recorded == json.loads(json.dumps(today)) and "fast_decode" not in recorded
     assert json.loads((tmp_path / "settings" / "annotate.json").read_text())["digest"] == digest(today)
     decoding = meta(tmp_path)["decoding"]
-    assert decoding == {"path": "generate", "chosen": "auto", "why": decoding["why"]} and "on cpu" in decoding["why"]
-    assert not backend.fast_decode  # the backend is left as it was given
+    assert decoding == {"path": "generate", "chosen": "auto", "why": decoding["why"]} and "on mps" in decoding["why"]
 
 
 def test_forced_fast_decode_on_cpu_records_its_agreement_with_generate(backend, tmp_path):
@@ -158,7 +175,7 @@ def test_a_folder_made_with_fast_decode_resumes_with_it_forced_or_auto_never_wit
     fast = CONFIG.model_copy(update={"fast_decode": True})
     annotate(make_items(4), backend, None, fast, tmp_path, progress=False)
     annotate(make_items(5), backend, None, fast, tmp_path, progress=False)  # forced on: resumes
-    annotate(make_items(6), backend, None, CONFIG, tmp_path, progress=False)  # auto, on a CPU: keeps the folder's path
+    annotate(make_items(6), backend, None, CONFIG, tmp_path, progress=False)  # auto: keeps the folder's path
     assert paths(tmp_path) == {True} and meta(tmp_path)["decoding"]["chosen"] == "auto"
     with pytest.raises(InputError, match="made with fast_decode, and fast_decode: false would decode with generate"):
         annotate(make_items(7), backend, None, CONFIG.model_copy(update={"fast_decode": False}), tmp_path, progress=False)
@@ -166,9 +183,11 @@ def test_a_folder_made_with_fast_decode_resumes_with_it_forced_or_auto_never_wit
 
 def test_resolver_follows_the_folder_before_the_model(backend, tmp_path):
     assert resolve_decoding(CONFIG, backend, None, device="cuda").fast  # a fresh start where it applies
-    assert not resolve_decoding(CONFIG, backend, None).fast  # the tiny model is on the CPU
+    assert resolve_decoding(CONFIG, backend, None).fast  # the tiny model is on the CPU, where it applies too
+    elsewhere = resolve_decoding(CONFIG, backend, None, device="mps")
+    assert not elsewhere.fast and "on mps" in elsewhere.why
     assert settled_decoding(CONFIG, tmp_path) is None  # auto on a fresh folder needs the model
-    annotate(make_items(3), backend, None, CONFIG, tmp_path, progress=False)  # generate (CPU)
+    annotate(make_items(3), backend, None, CONFIG.model_copy(update={"fast_decode": False}), tmp_path, progress=False)
     follows = resolve_decoding(CONFIG, backend, tmp_path, device="cuda")
     assert not follows.fast and follows.chosen == "auto" and settled_decoding(CONFIG, tmp_path) == follows
     with pytest.raises(InputError, match="made with generate, and fast_decode: true would decode with fast_decode"):
@@ -195,7 +214,7 @@ def test_auto_leaves_models_it_would_decode_differently_to_generate(tiny_llama):
 
 
 def test_records_of_the_other_path_are_refused_in_one_line(backend, tmp_path):
-    annotate(make_items(3), backend, None, CONFIG, tmp_path, progress=False)
+    annotate(make_items(3), backend, None, CONFIG.model_copy(update={"fast_decode": False}), tmp_path, progress=False)
     done = {rec.id: rec for rec in read_parquet(tmp_path / "records.parquet")}
     check_same_path(done, Decoding(False, "auto", "x"), tmp_path)  # the same path: nothing to say
     with pytest.raises(InputError) as err:
@@ -220,7 +239,7 @@ def test_bad_combinations_still_error_in_one_line(tiny_llama, tiny_tokenizer):
         tiny_llama.config._attn_implementation = before
 
 
-def test_cli_unset_is_auto_and_no_fast_decode_resumes_it(tiny_tokenizer, tiny_llama, tmp_path):
+def test_cli_unset_is_auto_and_fast_decode_resumes_it(tiny_tokenizer, tiny_llama, tmp_path):
     from test_annotate_resume import annotate_args
     from typer.testing import CliRunner
 
@@ -231,10 +250,12 @@ def test_cli_unset_is_auto_and_no_fast_decode_resumes_it(tiny_tokenizer, tiny_ll
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     run = tmp_path / "run"
-    assert meta(run)["decoding"]["chosen"] == "auto" and meta(run)["decoding"]["path"] == "generate"
+    assert meta(run)["decoding"]["chosen"] == "auto" and meta(run)["decoding"]["path"] == "fast_decode"  # on the CPU
     assert AnnotateConfig.from_yaml(run / "annotate.yaml").fast_decode is None
-    result = runner.invoke(app, [*args, "--no-fast-decode"])  # the same records: resumes
+    result = runner.invoke(app, [*args, "--fast-decode"])  # the same records: resumes
     assert result.exit_code == 0, result.output
-    assert meta(run)["decoding"] == {"path": "generate", "chosen": "forced", "why": "fast_decode: false"}
+    assert meta(run)["decoding"] == {**meta(run)["decoding"], "path": "fast_decode", "chosen": "forced", "why": "fast_decode: true"}
+    result = runner.invoke(app, [*args, "--no-fast-decode"])  # the other path: refused in one line
+    assert result.exit_code != 0 and "made with fast_decode" in result.output
     result = runner.invoke(app, [*args, "--fast-decode", "--repetition-penalty", "1.05"])
     assert result.exit_code == 2 and "no repetition penalty" in result.output

@@ -69,8 +69,9 @@ def killed_run(questions, tmp_path_factory) -> dict:
         pytest.skip("the Ray engine tests need ray: pip install 'elical[ray]'")
     config = world_config()
     reference = tmp_path_factory.mktemp("one-process")
-    for shard in ("0/2", "1/2"):
-        annotate_sources([questions], config.model_copy(update={"engine": "local", "shard": shard}), reference)
+    for shard in ("0/2", "1/2"):  # generate: the path auto takes on Ray (its workers load the model later)
+        one = config.model_copy(update={"engine": "local", "shard": shard, "fast_decode": False})
+        annotate_sources([questions], one, reference)
     out, killed = tmp_path_factory.mktemp("ray") / "out", []
     monitor = threading.Thread(target=kill_workers_mid_shard, args=(out, killed), daemon=True)
     monitor.start()

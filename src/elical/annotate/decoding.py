@@ -1,6 +1,6 @@
 """The HF backend decodes with transformers' ``generate`` or with elical's own loop (``fast_decode``), as
 :func:`resolve_decoding` decides: forced by ``fast_decode`` true/false, else (auto) the path of the folder's
-records on a resume, else elical's loop where it applies (the model on a CUDA device; see
+records on a resume, else elical's loop where it applies (the model on a CUDA device or a CPU; see
 elical.annotate.backends.hf_decode.auto_fast_decode). A folder never mixes the two: its settings record
 ``fast_decode: true`` for elical's loop (absent for generate, as before auto existed), and its records are
 checked too. The meta file records the path and why (``decoding``); with elical's loop, also how often its
