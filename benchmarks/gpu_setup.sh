@@ -70,3 +70,14 @@ stage1_copy() {
 # The presets read ../shared/data beside the checkout: a work folder where ../shared/data is the carried data.
 mkdir -p "$ASSETS/cwd/work" "$ASSETS/cwd/shared" && ln -sfn "$ASSETS/data" "$ASSETS/cwd/shared/data"
 GPU_READY=1
+# The lent machine sets PYTHONDONTWRITEBYTECODE=1 and its torch ships no .pyc files, so every process compiles torch's
+# modules again (~15 s of each command's start-up on an H100: benchmarks/results/bench_annotate_whole_session8_h100.txt),
+# where a pip install leaves them compiled. BYTECODE=1 (default) compiles them once into $ASSETS/pycache, as a user's
+# install has them; BYTECODE=0 keeps the machine as it is (the figures of sessions before 2026-11-27's eighth).
+if [ "${BYTECODE:-1}" = 1 ]; then
+  unset PYTHONDONTWRITEBYTECODE
+  export PYTHONPYCACHEPREFIX=$ASSETS/pycache
+  [ -f "$ASSETS/pycache/.done" ] || { python3 -c "import elical.cli.main, elical.annotate.pipeline, elical.annotate.judge_models, \
+elical.annotate.judge_pool, elical.train, transformers.models.llama.modeling_llama, transformers.generation.utils, \
+sentence_transformers, sklearn.metrics" >/dev/null 2>&1; mkdir -p "$ASSETS/pycache" && touch "$ASSETS/pycache/.done"; }
+fi
