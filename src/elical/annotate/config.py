@@ -95,11 +95,11 @@ class AnnotateConfig(YamlConfig):
     # sequences per generate call (HF); prompts per call = batch_size // k
     batch_size: Annotated[int, Range(1), Output.NEVER] = 64
     shared_prefix: Annotated[bool, Output.NEVER] = True
-    # hf backend: elical's decoding loop (fixed-shape buffers; CUDA graphs on a GPU, 2-3x faster there; on a CPU it
-    # stops as soon as every answer has, and samples among the top-k candidates only) instead of transformers'
-    # generate. It samples from the same distribution as generate but draws other samples; its greedy answers are
-    # generate's (in float32 the same; on a bf16 GPU as often as generate's own at another batch size). None (auto): on where it
-    # applies (the model on a CUDA device or a CPU, its attention sdpa/eager without sliding window or soft-capping,
+    # hf backend: elical's decoding loop (fixed-shape buffers; CUDA graphs on a GPU, 2-3x faster there; on a CPU a
+    # batch ends as soon as every answer has) instead of transformers' generate. It samples from the same distribution
+    # as generate but draws other samples; its greedy answers are generate's (in float32 the same; on a bf16 GPU as often
+    # as generate's own at another batch size). None (auto): on where it applies (the model on a CUDA device or a
+    # CPU, its attention sdpa/eager without sliding window or soft-capping,
     # repetition_penalty 1.0), else generate; a resumed folder keeps the path its records were made with. true forces
     # it, false forces generate (the exact path). The folder's settings record the path used: fast_decode true when
     # it is elical's loop, absent for generate (as before auto existed), so a folder is never resumed on the other
