@@ -14,7 +14,13 @@ from elical.annotate import AnnotateConfig, annotate
 from elical.annotate import decoding as annotate_decoding
 from elical.annotate.backends import hf_decode
 from elical.annotate.backends.hf import HFBackend
-from elical.annotate.decoding import Decoding, check_same_path, resolve_decoding, settled_decoding
+from elical.annotate.decoding import (
+    Decoding,
+    check_same_path,
+    resolve_decoding,
+    settled_decoding,
+    worker_decoding,
+)
 from elical.annotate.pipeline import annotation_fingerprint
 from elical.core.fingerprint import digest, recorded_settings
 from elical.core.inputs import InputError
@@ -260,3 +266,31 @@ def test_cli_unset_is_auto_and_fast_decode_resumes_it(tiny_tokenizer, tiny_llama
     assert result.exit_code != 0 and "made with fast_decode" in result.output
     result = runner.invoke(app, [*args, "--fast-decode", "--repetition-penalty", "1.05"])
     assert result.exit_code == 2 and "no repetition penalty" in result.output
+
+
+def test_the_ray_driver_decides_auto_for_its_workers_on_the_model_set_up_without_weights(tiny_tokenizer, tmp_path):
+    """The Ray engine's workers load the model after the folder's settings are recorded: the driver decides their path
+    on the model built from its config on the meta device, as auto decides for a loaded model."""
+    from transformers import AutoModelForCausalLM, Gemma2Config
+
+    from elical.model.loading import load_model, model_skeleton
+    from elical.world import default_lm_path
+
+    world = str(default_lm_path())
+    skeleton = model_skeleton(world)
+    assert {p.device.type for p in skeleton.parameters()} == {"meta"}
+    assert skeleton.config._attn_implementation == load_model(world, device="cpu")[0].config._attn_implementation
+    config = AnnotateConfig(model=world, engine="ray")
+    decided = worker_decoding(config)
+    assert decided.fast and decided.chosen == "auto" and "sdpa" in decided.why and "a CUDA device or a CPU" in decided.why
+    assert worker_decoding(config.model_copy(update={"device": "cuda:1"})).fast
+    elsewhere = worker_decoding(config.model_copy(update={"device": "mps"}))
+    assert not elsewhere.fast and "on mps" in elsewhere.why
+    penalty = worker_decoding(config.model_copy(update={"repetition_penalty": 1.05}))
+    assert not penalty.fast and "repetition_penalty" in penalty.why
+    windowed = Gemma2Config(vocab_size=len(tiny_tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=2, head_dim=8)  # every other layer slides
+    AutoModelForCausalLM.from_config(windowed).save_pretrained(tmp_path)
+    tiny_tokenizer.save_pretrained(tmp_path)
+    refused = worker_decoding(config.model_copy(update={"model": str(tmp_path)}))
+    assert not refused.fast and "sliding-window layers" in refused.why

@@ -69,9 +69,8 @@ def killed_run(questions, tmp_path_factory) -> dict:
         pytest.skip("the Ray engine tests need ray: pip install 'elical[ray]'")
     config = world_config()
     reference = tmp_path_factory.mktemp("one-process")
-    for shard in ("0/2", "1/2"):  # generate: the path auto takes on Ray (its workers load the model later)
-        one = config.model_copy(update={"engine": "local", "shard": shard, "fast_decode": False})
-        annotate_sources([questions], one, reference)
+    for shard in ("0/2", "1/2"):
+        annotate_sources([questions], config.model_copy(update={"engine": "local", "shard": shard}), reference)
     out, killed = tmp_path_factory.mktemp("ray") / "out", []
     monitor = threading.Thread(target=kill_workers_mid_shard, args=(out, killed), daemon=True)
     monitor.start()
@@ -111,6 +110,7 @@ def test_a_killed_worker_reruns_its_shard_and_records_equal_one_process(killed_r
     assert killed_run["killed"], "no worker was killed: the test proved nothing"
     metas = [json.loads(p.read_text()) for p in sorted(out.glob("meta-*of2.json"))]
     assert any(m["annotated_now"] < m["questions"] for m in metas)  # the rerun resumed from the shard's files
+    assert {m["decoding"]["path"] for m in metas} == {"fast_decode"}  # auto, decided by the driver as in one process
     assert len(records) == len(expected) == N_QUESTIONS
     assert same_records(records, [expected[r.id] for r in records])
     assert read_parquet(out / "records.parquet") == records

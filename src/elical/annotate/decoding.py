@@ -90,6 +90,22 @@ def settled_decoding(config: AnnotateConfig, folder: Path | None) -> Decoding | 
     return None
 
 
+def worker_decoding(config: AnnotateConfig) -> Decoding:
+    """auto's path for a model that other processes load (the Ray engine's workers, after the folder's settings are
+    recorded): elical's loop where it decodes the model, built from its config without weights
+    (elical.model.loading.model_skeleton), as generate does, on the device the config names (auto: each worker's
+    CUDA device or CPU, where the loop runs alike); as :func:`resolve_decoding` decides for a model loaded here."""
+    from elical.annotate.backends import hf_decode
+    from elical.model.loading import model_skeleton
+
+    device = "a CUDA device or a CPU" if config.device == "auto" else str(config.device).split(":")[0]
+    if config.device != "auto" and (reason := hf_decode.unmeasured(device)) is not None:
+        return Decoding(False, "auto", reason)
+    where = f"the Ray workers' model (set up from its config) is on {device}"
+    fast, why = hf_decode.decodes_alike(model_skeleton(config.model), config.repetition_penalty, where)
+    return Decoding(fast, "auto", why)
+
+
 def resolve_decoding(config: AnnotateConfig, backend: Backend, folder: Path | None,
                      device: str | None = None) -> Decoding:
     """The decoding path of an annotation with ``backend`` into ``folder`` (None: no folder, or starting

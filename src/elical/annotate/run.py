@@ -18,7 +18,7 @@ def annotate_sources(
     """Load the QA sources (``limit``: the first n questions of each dataset), build the backend and judges,
     and run (or resume) the annotation, here or on Ray workers (``config.engine``); ``overwrite`` discards
     the folder's earlier annotation (which a change of settings otherwise refuses)."""
-    from elical.annotate.decoding import Decoding, resolve_decoding, settled_decoding
+    from elical.annotate.decoding import resolve_decoding, settled_decoding, worker_decoding
     from elical.annotate.folder import step_outputs
     from elical.annotate.pipeline import annotate, annotation_fingerprint
     from elical.core.fingerprint import check_or_write_settings
@@ -37,9 +37,8 @@ def annotate_sources(
         # the decoding path (decoding.resolve_decoding): forced, or a resumed folder's, is known now; auto on a
         # fresh folder needs the model, and a fresh folder's settings check cannot fail, so it waits for the model
         decoding = settled_decoding(config, None if overwrite else out)
-        if decoding is None and config.engine == "ray":
-            decoding = Decoding(False, "auto", "the Ray engine's workers load the model, after the folder's settings "
-                                               "are recorded: set fast_decode true to decode with elical's loop there")
+        if decoding is None and config.engine == "ray":  # its workers load the model after the settings are recorded
+            decoding = worker_decoding(config)
         if decoding is not None:
             check_or_write_settings(out, annotation_fingerprint(config, versions, decoding.fast), overwrite, "annotate",
                                     step_outputs(out))

@@ -122,6 +122,22 @@ def model_version(spec: str) -> str | None:
     return path_version(Path(source.path) / source.gguf_file if source.gguf_file else source.path)
 
 
+def model_skeleton(spec: str) -> Any:
+    """The causal LM of ``spec`` as :func:`load_model` sets it up (its attention implementation, layer types), built
+    from its config on the meta device: no weights read, no memory taken. For decisions made before, or without,
+    loading the model (the Ray engine's driver decides the decoding path its workers use)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    source = resolve_model(spec)
+    files: dict[str, Any] = {"local_files_only": True}
+    if source.gguf_file:
+        files["gguf_file"] = source.gguf_file
+    config = AutoConfig.from_pretrained(source.path, **files)
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config)
+
+
 def pick_device(device: str | torch.device) -> torch.device:
     """``auto`` is CUDA when there is a GPU, else the CPU; anything else as torch reads it."""
     import torch

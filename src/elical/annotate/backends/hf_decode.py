@@ -125,14 +125,27 @@ def auto_fast_decode(model: Any, repetition_penalty: float = 1.0, device: str | 
     device or a CPU (``device``: its type, by default ``model.device``'s), decodes alike (:func:`unsupported`) and
     no repetition penalty is asked; elsewhere ``generate``."""
     device = device or model.device.type
-    if device not in FAST_DEVICES:
-        return False, f"the model is on {device}, where fast_decode is not measured (it is on {' and '.join(FAST_DEVICES)})"
+    if (reason := unmeasured(device)) is not None:
+        return False, reason
+    return decodes_alike(model, repetition_penalty, f"the model is on {device}")
+
+
+def unmeasured(device: str) -> str | None:
+    """Why auto leaves a model on a device of type ``device`` to ``generate``; None on one of :data:`FAST_DEVICES`."""
+    if device in FAST_DEVICES:
+        return None
+    return f"the model is on {device}, where fast_decode is not measured (it is on {' and '.join(FAST_DEVICES)})"
+
+
+def decodes_alike(model: Any, repetition_penalty: float, where: str) -> tuple[bool, str]:
+    """Whether this loop decodes ``model`` as ``generate`` does with this repetition penalty, wherever it runs (a
+    device of :data:`FAST_DEVICES`), and why; ``where`` begins the reason given when it does."""
     if repetition_penalty != 1.0:
         return False, f"repetition_penalty {repetition_penalty}, which fast_decode does not apply"
     if (reason := unsupported(model)) is not None:
         return False, reason
     attention = getattr(model.config, "_attn_implementation", None)
-    return True, f"the model is on {device} with {attention} attention, which fast_decode decodes as generate does"
+    return True, f"{where} with {attention} attention, which fast_decode decodes as generate does"
 
 
 class SlotCache:
