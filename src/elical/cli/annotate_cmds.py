@@ -64,7 +64,7 @@ def annotate(
     shared_prefix: bool = typer.Option(None, "--shared-prefix/--no-shared-prefix", help="k samples share one prompt prefill."),
     fast_decode: bool = typer.Option(None, "--fast-decode/--no-fast-decode",
                                      help="hf backend: elical's decoding loop instead of generate (2-3x faster on a GPU); "
-                                          "default: auto (on with the model on a GPU where it applies, else generate; "
+                                          "default: auto (on with the model on a GPU or a CPU where it applies, else generate; "
                                           "a resumed folder keeps its path); --no-fast-decode: generate."),
     pipeline: bool = typer.Option(None, "--pipeline/--no-pipeline",
                                   help="Judge each batch while the next is generated (default: on with a GPU or a server, off on a CPU; same records)."),
