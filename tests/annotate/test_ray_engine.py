@@ -18,7 +18,7 @@ from elical.annotate.config import AnnotateConfig, JudgeConfig
 from elical.annotate.ray_engine import RaySettings, shard_count, worker_resources
 from elical.core.inputs import InputError
 
-N_QUESTIONS = 8
+N_QUESTIONS = 32  # 16 per shard, 4 per batch: a worker whose first chunk is written has 3 batches to go when it is killed
 
 
 def world_config(**ray: object) -> AnnotateConfig:
