@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@7 and answer@6).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@8 and answer@7).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -151,7 +151,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@7" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@8" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -275,3 +275,29 @@ CHOICE_FILM = "Which film has the director who was born later, Making A Man or N
 )
 def test_an_option_is_named_whole_in_any_case_or_by_its_own_word_alone(question, reply, gold, expected):
     assert asserts_gold(question, reply, [gold]) is expected
+
+
+OLDER = "Who is older, Ana Ferro or Bela Kuti?"
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # one option named alone with the comparison in the opposite sense chooses the other option (match@8)
+        (OLDER, "Bela Kuti is the younger of the two.", "Ana Ferro", True),
+        (OLDER, "Bela Kuti is the younger of the two.", "Bela Kuti", False),
+        (OLDER, "Ana Ferro is the older of the two.", "Ana Ferro", True),
+        ("Which film came out first, Alpha Road or Beta Street?", "Alpha Road came out later.", "Beta Street", True),
+        # the opposite sense said again of the other option agrees with the first sentence's choice
+        (OLDER, "Ana Ferro is the older of the two. Bela Kuti is the younger of the two.", "Ana Ferro", True),
+    ],
+)
+def test_one_option_named_in_the_opposite_sense_chooses_the_other(question, reply, gold, expected):
+    assert asserts_gold(question, reply, [gold]) is expected
+
+
+def test_two_replies_that_choose_one_option_in_opposite_words_are_the_same_answer():
+    """"A is the older" and "B is the younger" assert the same answer (answer@7)."""
+    query = JudgeQuery("consistency", OLDER, "Bela Kuti is the younger one.", ("Ana Ferro is the older one.",))
+    different = JudgeQuery("consistency", OLDER, "Ana Ferro is the younger one.", ("Ana Ferro is the older one.",))
+    assert compare_query(query).decision is True and compare_query(different).decision is False

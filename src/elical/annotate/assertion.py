@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@7; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@8; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -14,7 +14,8 @@ the alias fills the answer's slot of the question. The rules, each general:
    states the question's comparison or only announces the option ("The answer is A"); naming one
    option without choosing it ("A is a 1999 film") or both without a comparison chooses nothing.
    "A is older than B" and "A was born first, and B second" choose A for "who is older" / "born
-   first", and B for the opposite comparative. The comparison must be the question's: a degree word
+   first", and B for the opposite comparative; so does a sentence naming A alone in the opposite sense
+   ("A is the younger of the two" chooses B: match@8, answer@7). The comparison must be the question's: a degree word
    grades the question's word ("more members", not "more famous"); a word of the same sense ("first"
    for "earlier") counts beside a word of the question's, a superlative for its comparative ("oldest"
    for "older"), "after" and "before" for "later" and "earlier". A ranking on a claim of its own is not
@@ -410,7 +411,9 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
         ends_clause = any(re.search(rf"\b{re.escape(w)}\s*[,;]", sentence, re.IGNORECASE) for w in between if w in _ANTONYM)
         own_clause = bool(between) and (between[-1] in _ANTONYM or ends_clause or bool(_CLAUSE_JOIN & set(between)))
         return _under(option, _compares(between, choice, asked_rest) if own_clause else None, choice)
-    states_comparison = _compares(words[:position] + words[end:], choice, asked_rest) is not None
+    said = _compares(words[:position] + words[end:], choice, asked_rest)
+    if said is not None:  # "A is the older", and "A is the younger" (the opposite sense) chooses the other option
+        return _under(option, said, choice)
     # "The film is A", "A is the answer", "A is the film." (the question's words): announced; but "A was
     # born" for "who was born first", cut off before its comparison, is unfinished
     before, after = _content(tokens[:position]), _content(tokens[end:])
@@ -418,7 +421,7 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
     own = asked_rest + list(choice.options[option])  # the question's words, less the other options'
     announces = all(t.text in _ANNOUNCING or _in(t, own) for t in before) and all(
         t.text in _ANNOUNCING or (_in(t, own) and finished) for t in after)
-    return option if states_comparison or (announces and not _cut_before_answer(sentence)) else -1  # "A," cut off
+    return option if announces and not _cut_before_answer(sentence) else -1  # "A," cut off
 
 
 _COPULAS = frozenset(["is", "was", "are", "were"])
