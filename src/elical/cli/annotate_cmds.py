@@ -1,4 +1,4 @@
-"""`elical annotate`, `annotate-merge`, `judge-check` and `label-audit`: records and their labels."""
+"""`elical annotate`, `relabel`, `annotate-merge`, `judge-check` and `label-audit`: records and their labels."""
 
 from __future__ import annotations
 
@@ -121,6 +121,30 @@ def _print_annotation_summary(console: Console, records: list[Record], out: Path
         table.add_row(*(fmt(v) for v in row.values()))
     console.print(table)
     console.print(f"Wrote {len(records)} records under {out}")
+
+
+@app.command("relabel")
+def relabel(
+    source: Path = typer.Argument(..., help="A finished annotation folder (the --out of elical annotate)."),
+    out: Path = typer.Option(..., "--out", "-o", help="The new annotation folder, as elical annotate would write it with these judges."),
+    judge: CorrectnessJudge | None = typer.Option(None, help="Correctness judge (default: the source's, in its current version)."),
+    consistency_judge: ConsistencyJudge | None = typer.Option(None, help="Consistency judge (default: the source's, in its current version)."),
+    judge_model: str = typer.Option(None, help="Model of the llm/cascade judge."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the annotation the --out folder holds."),
+) -> None:
+    """Judge a finished annotation's answers again, with other judges or its own in their current versions, into a
+    new folder; nothing is generated again, and the source folder is left as it is."""
+    from rich.console import Console
+
+    from elical.annotate.relabel import relabel as relabel_folder
+    from elical.core.inputs import check_output
+
+    console = Console()
+    judges = {key: value for key, value in (("correctness", judge), ("consistency", consistency_judge), ("llm_model", judge_model)) if value}
+    with _user_errors(console):
+        check_output(out, "folder")
+        records = relabel_folder(source, out, judges, overwrite=overwrite)
+    _print_annotation_summary(console, records, out)
 
 
 @app.command("annotate-merge")
