@@ -71,7 +71,8 @@ def _finished(source: Path) -> tuple[AnnotateConfig, dict[str, Any]]:
     recorded = recorded_settings(source, "annotate")
     if recorded is None or not (source / "records.parquet").is_file():
         raise InputError(f"{source}: the annotation is not finished (no records.parquet); rerun its elical annotate "
-                         "command to finish it (or elical annotate-merge for a sharded one), then relabel")
+                         f"command to finish it (a folder of --shard runs: elical annotate-merge {source} --out "
+                         f"{source / 'records.parquet'}), then relabel")
     return AnnotateConfig.from_yaml(source / "annotate.yaml"), recorded
 
 
