@@ -81,6 +81,8 @@ def test_bad_sources_and_targets_are_refused_in_one_line(annotated, tmp_path):
     assert result.exit_code == 2 and "another folder than the source" in result.output
     result = runner.invoke(app, ["relabel", str(tmp_path / "model"), "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "not an annotation folder" in result.output
+    result = runner.invoke(app, ["relabel", str(source), "--out", str(tmp_path / "x"), "--judge", "llm"])
+    assert result.exit_code == 2 and "--judge-model" in result.output and not (tmp_path / "x").exists()
     (source / "records.parquet").rename(tmp_path / "kept.parquet")  # as a killed run leaves it
     result = runner.invoke(app, ["relabel", str(source), "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "not finished" in result.output

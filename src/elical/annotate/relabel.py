@@ -39,6 +39,9 @@ def relabel(source: str | Path, out: str | Path, judges: Mapping[str, Any] | Non
     if out.resolve() == source.resolve():
         raise InputError(f"{out}: relabel writes a new folder; give --out another folder than the source")
     new_judges = JudgeConfig.model_validate({**config.judges.model_dump(), **(judges or {})})
+    if {str(new_judges.correctness), str(new_judges.consistency)} & {"llm", "cascade"} and not new_judges.llm_model:
+        raise InputError("the llm and cascade judges need a judge model to relabel (--judge-model): no answering "
+                         "model is loaded to judge with")
     config = AnnotateConfig.model_validate({**config.model_dump(), "judges": new_judges.model_dump(), "shard": "0/1"})
     records = read_parquet(source / "records.parquet")
     inputs = {k: v for k, v in (recorded.get("input") or {}).items() if k != "verbal_examples"}
