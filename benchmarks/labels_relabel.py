@@ -18,7 +18,8 @@ from pathlib import Path
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_factory import judge_maker
 from elical.annotate.judges import CachedJudge
-from elical.annotate.pipeline import Judges, judge_records
+from elical.annotate.pipeline import Judges
+from elical.annotate.relabel import judge_again
 from elical.records import read_parquet, write_parquet
 
 
@@ -31,7 +32,6 @@ def main() -> None:
     args = parser.parse_args()
     make = judge_maker(AnnotateConfig())
     judges = Judges(CachedJudge(make(args.correctness)), CachedJudge(make(args.consistency)))
-    names = {"correctness": judges.correctness.name, "consistency": judges.consistency.name}
     args.out.mkdir(parents=True, exist_ok=True)
     # a run folder (records/train.parquet, records/eval.parquet) or an annotate folder (records.parquet)
     single = args.source / "records.parquet"
@@ -39,10 +39,8 @@ def main() -> None:
     for part, path in parts.items():
         start = time.perf_counter()
         records = read_parquet(path)
+        names = judge_again(records, judges)
         answered = [r for r in records if not r.failed]
-        judge_records(answered, judges)
-        for rec in answered:
-            rec.generation = {**rec.generation, "judges": names}
         write_parquet(records, args.out / f"{part}.parquet")
         print(f"{part}: {len(records)} records relabelled by {names} in {time.perf_counter() - start:.0f} s; "
               f"greedy accuracy {sum(r.greedy_correct or 0 for r in answered) / max(len(answered), 1):.3f}")

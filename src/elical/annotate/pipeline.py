@@ -52,7 +52,7 @@ from elical.annotate.decoding import (
     earlier_check,
     resolve_decoding,
 )
-from elical.annotate.folder import shard_files, step_outputs
+from elical.annotate.folder import shard_files, step_outputs, write_expected, write_part
 from elical.annotate.judges import Judge, JudgeQuery, Judges  # Judges: importable here too
 from elical.annotate.progress import annotate_progress
 from elical.annotate.prompts import qa_prompt, verbal_prompt
@@ -415,7 +415,7 @@ def _run_shard(mine: list[QAItem], backend: Backend, judges: Judges | Judge, con
                 return
             if out is not None:
                 with clock.timing("write"):
-                    seq = _write_part(records, out, index, count, seq)
+                    seq = write_part(records, out, index, count, seq)
             done.update((r.id, r) for r in records)
             if on_chunk is not None:
                 on_chunk(records)
@@ -481,8 +481,7 @@ def _start_folder(out: Path, config: AnnotateConfig, mine: Sequence[QAItem]) -> 
     check_same_data(done, mine, out)
     out.mkdir(parents=True, exist_ok=True)
     config.to_yaml(out / "annotate.yaml")
-    with atomic_write(out / "shards" / f"expected-{index}of{count}.json") as tmp:
-        tmp.write_text(json.dumps([item.id for item in mine]))
+    write_expected(out, index, count, [item.id for item in mine])
     return done
 
 
@@ -503,14 +502,6 @@ def check_same_data(done: Mapping[str, Record], items: Sequence[QAItem], out: Pa
         more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
         raise InputError(f"{out}: the data changed since these records were made: {changed[0]}{more}; "
                          "rerun with --overwrite to annotate again, or restore the data")
-
-
-def _write_part(records: list[Record], out: Path, index: int, count: int, seq: int) -> int:
-    """Write a chunk's records to the first free part file numbered ``seq`` or later; the next number."""
-    while (path := out / "shards" / f"part-{index}of{count}-{seq:05d}.parquet").exists():
-        seq += 1
-    write_parquet(records, path)
-    return seq + 1
 
 
 def _judges_use_answering_model(config: AnnotateConfig, backend: Backend) -> bool:

@@ -140,17 +140,13 @@ def _run_shards(ray: Any, shards: dict[str, list[QAItem]], todo: Sequence[str], 
 def _plan(items: Sequence[QAItem], count: int, out: Path) -> dict[str, list[QAItem]]:
     """The questions of each shard ``i/count``; writes the ids each must hold (what the merge checks;
     a shard with no questions has its file too)."""
-    import json
-
-    from elical.core.io import atomic_write
+    from elical.annotate.folder import write_expected
     from elical.data.items import select_shard
 
-    (out / "shards").mkdir(parents=True, exist_ok=True)
     shards = {}
     for index in range(count):
         shards[f"{index}/{count}"] = mine = select_shard(items, (index, count))
-        with atomic_write(out / "shards" / f"expected-{index}of{count}.json") as tmp:
-            tmp.write_text(json.dumps([item.id for item in mine]))
+        write_expected(out, index, count, [item.id for item in mine])
     return shards
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from elical.annotate.config import AnnotateConfig, JudgeConfig
-from elical.annotate.folder import step_outputs
+from elical.annotate.folder import step_outputs, write_expected, write_part
+from elical.annotate.judges import Judges
 from elical.core.fingerprint import check_or_write_settings, recorded_settings
 from elical.core.folder_lock import folder_lock
 from elical.core.inputs import InputError
@@ -32,7 +33,7 @@ def relabel(source: str | Path, out: str | Path, judges: Mapping[str, Any] | Non
     source's other settings, as the finished annotation folder ``out``; return the records. ``overwrite``
     replaces an annotation ``out`` holds already (which other settings otherwise refuse)."""
     from elical.annotate.judge_factory import build_judges
-    from elical.annotate.pipeline import annotation_fingerprint, judge_records
+    from elical.annotate.pipeline import annotation_fingerprint
 
     source, out = Path(source), Path(out)
     config, recorded = _finished(source)
@@ -50,21 +51,30 @@ def relabel(source: str | Path, out: str | Path, judges: Mapping[str, Any] | Non
         check_or_write_settings(out, settings, overwrite, "annotate", step_outputs(out))
         built = build_judges(config, backend=None, out_dir=out)
         before = [_labels(r) for r in records]
-        answered = [r for r in records if not r.failed]
-        judge_records(answered, built)
+        names = judge_again(records, built)
         built.flush()
-        names = {"correctness": built.correctness.name, "consistency": built.consistency.name}
-        for rec in answered:
-            rec.generation = {**rec.generation, "judges": names}
         _write_folder(out, config, records, {
             "relabelled_from": str(source),
             "judges": names,
             "questions": len(records),
             "annotated_now": 0,
-            "failed": len(records) - len(answered),
+            "failed": sum(r.failed for r in records),
             "labels_changed": _changed(before, [_labels(r) for r in records]),
         })
     return records
+
+
+def judge_again(records: Sequence[Record], judges: Judges) -> dict[str, str]:
+    """Judge every answered record again with ``judges``, as an annotation judges them, and name the judges in its
+    generation note; the judges' names by task."""
+    from elical.annotate.pipeline import judge_records
+
+    answered = [r for r in records if not r.failed]
+    judge_records(answered, judges)
+    names = {"correctness": judges.correctness.name, "consistency": judges.consistency.name}
+    for rec in answered:
+        rec.generation = {**rec.generation, "judges": names}
+    return names
 
 
 def _finished(source: Path) -> tuple[AnnotateConfig, dict[str, Any]]:
@@ -97,10 +107,8 @@ def _write_folder(out: Path, config: AnnotateConfig, records: list[Record], meta
     holds, one part file with every record, the meta file and records.parquet."""
     out.mkdir(parents=True, exist_ok=True)
     config.to_yaml(out / "annotate.yaml")
-    (out / "shards").mkdir(exist_ok=True)
-    with atomic_write(out / "shards" / "expected-0of1.json") as tmp:
-        tmp.write_text(json.dumps([r.id for r in records]))
-    write_parquet(records, out / "shards" / "part-0of1-00000.parquet")
+    write_expected(out, 0, 1, [r.id for r in records])
+    write_part(records, out, 0, 1, 0)
     with atomic_write(out / "meta-0of1.json") as tmp:
         tmp.write_text(json.dumps(meta, indent=2))
     write_parquet(records, out / "records.parquet")
