@@ -123,10 +123,7 @@ def start_safely(backend: Backend, prompts: Sequence[Prompt], settings: Generati
                  retries: int) -> Callable[[], list[Outcome]]:
     """:func:`generate_safely` in two parts where the backend splits its work (``Backend.start_generate``): the
     model's now, the host's when the returned function is called; a batch that fails is retried now, prompt by
-    prompt. A backend that does not split answers now, through :func:`generate_safely`."""
-    if type(backend).start_generate is Backend.start_generate:
-        outcomes = generate_safely(backend, prompts, settings, retries)
-        return lambda: outcomes
+    prompt. A backend that does not split answers everything now (the base ``start_generate``)."""
     try:
         finish = backend.start_generate(prompts, settings)
     except UnusableAnswer:
