@@ -62,6 +62,20 @@ def encoded(model) -> list[list[int]]:
     return tokenize_prompts(model.tokenizer, prompts, 512)[0]
 
 
+def features_beside_the_lm(model, base):
+    """The questions' left-padded batch, the confidence model's features of it, and the plain LM's (``base``'s)
+    next-token log-probs at each question's last token."""
+    from transformers import AutoModelForCausalLM
+
+    seqs = encoded(model)
+    batch = padded_batch(seqs, list(range(len(seqs))), model.tokenizer.pad_token_id, "left")
+    with torch.no_grad():
+        features = model.hidden_states(**batch.model_inputs())
+        lm = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).eval()
+        logprobs = lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, -1].log_softmax(-1)
+    return batch, features, logprobs
+
+
 def test_lens_features_are_the_top_log_probability_and_the_entropy():
     embedding = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
     pooled = torch.tensor([[1.0, 0.0], [0.0, 0.0]])
@@ -95,18 +109,11 @@ def test_lens_top_needs_lens_and_is_recorded_only_when_on():
 
 
 def test_head_with_lens_top_reads_the_lms_top_log_probabilities_and_saves_them(tied_dir, tmp_path):
-    from transformers import AutoModelForCausalLM
-
     model = lens_model(tied_dir, head="mlp", lens_top=True)
     hidden = model.classifier.config.hidden_size
     first = next(m for m in model.head.modules() if isinstance(m, torch.nn.Linear))
     assert first.in_features == hidden + LENS_TOP + 1
-    seqs = encoded(model)
-    batch = padded_batch(seqs, list(range(len(seqs))), model.tokenizer.pad_token_id, "left")
-    with torch.no_grad():
-        features = model.hidden_states(**batch.model_inputs())
-        lm = AutoModelForCausalLM.from_pretrained(tied_dir, dtype=torch.float32).eval()
-        logprobs = lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, -1].log_softmax(-1)
+    _, features, logprobs = features_beside_the_lm(model, tied_dir)
     expected = torch.cat([logprobs.topk(LENS_TOP, -1).values, -(logprobs.exp() * logprobs).sum(-1, keepdim=True)], -1)
     torch.testing.assert_close(features[:, hidden:], expected, atol=1e-5, rtol=1e-5)
     before = model.confidence(QUESTIONS)
@@ -118,20 +125,12 @@ def test_head_with_lens_top_reads_the_lms_top_log_probabilities_and_saves_them(t
 
 
 def test_head_reads_the_hidden_state_then_the_lms_own_next_token_summary(tied_dir):
-    from transformers import AutoModelForCausalLM
-
     model = lens_model(tied_dir)
     hidden = model.classifier.config.hidden_size
     first = next(m for m in model.head.modules() if isinstance(m, torch.nn.Linear))
     assert first.in_features == hidden + LENS_FEATURES
-    seqs = encoded(model)
-    pad = model.tokenizer.pad_token_id
-    batch = padded_batch(seqs, list(range(len(seqs))), pad, "left")
-    with torch.no_grad():
-        features = model.hidden_states(**batch.model_inputs())
-        lm = AutoModelForCausalLM.from_pretrained(tied_dir, dtype=torch.float32).eval()
-        logprobs = lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, -1].log_softmax(-1)
-    assert features.shape == (len(seqs), hidden + LENS_FEATURES)
+    batch, features, logprobs = features_beside_the_lm(model, tied_dir)
+    assert features.shape == (len(QUESTIONS), hidden + LENS_FEATURES)
     # LoRA (randomized here) changes the hidden state the head reads, but not the answering model's own
     # next-token distribution: the summary is the base LM's
     expected = torch.stack([logprobs.max(-1).values, -(logprobs.exp() * logprobs).sum(-1)], dim=-1)
@@ -179,16 +178,9 @@ def test_a_lens_model_saves_and_loads_with_the_same_confidences(tied_dir, tmp_pa
 
 
 def test_an_untied_model_reads_its_own_output_layer_from_the_checkpoint(tiny_dir_untied, tmp_path):
-    from transformers import AutoModelForCausalLM
-
     model = lens_model(tiny_dir_untied)
     assert "lens_weight" not in dict(model.named_parameters()) and "lens_weight" not in model.state_dict()
-    seqs = encoded(model)
-    batch = padded_batch(seqs, list(range(len(seqs))), model.tokenizer.pad_token_id, "left")
-    with torch.no_grad():
-        features = model.hidden_states(**batch.model_inputs())
-        lm = AutoModelForCausalLM.from_pretrained(tiny_dir_untied, dtype=torch.float32).eval()
-        logprobs = lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, -1].log_softmax(-1)
+    _, features, logprobs = features_beside_the_lm(model, tiny_dir_untied)
     expected = torch.stack([logprobs.max(-1).values, -(logprobs.exp() * logprobs).sum(-1)], dim=-1)
     torch.testing.assert_close(features[:, -LENS_FEATURES:], expected, atol=1e-5, rtol=1e-5)
     # a checkpoint without its output layer is named in a clear error
