@@ -102,7 +102,7 @@ def test_run_steps_leave_out_what_is_marked_never():
         return changed == train_settings(cfg, key, "a")
 
     recipes = [load_run_config(overrides={"train": {"settings": {"stage2": recipe}}, "honesty": {}, "retrieval": {}})
-               for recipe in ("mixed", "l2sp")]  # each recipe's own setting decides only its models
+               for recipe in ("mixed", "l2sp", "wise")]  # each recipe's own setting decides only its models
     for name in TrainSettings.model_fields:
         assert all(same(c, name) for c in recipes) == (mark(TrainSettings, name) is Output.NEVER), name
     cfg = recipes[0]

@@ -213,3 +213,73 @@ def test_a_resumed_l2sp_stage_2_still_pulls_toward_stage_1(model_dir, records_fi
     assert [h["train_loss"] for h in resumed.stages[1]["history"]] == pytest.approx(
         [h["train_loss"] for h in straight.stages[1]["history"]], abs=1e-6)
     assert all(torch.allclose(final[k], again[k], atol=1e-6) for k in final)
+
+
+# ------------------------------------------------------------------------------------------ wise
+
+
+def test_interpolated_weights_on_known_values():
+    from elical.train.wise import interpolate_weights, trainable_weights
+
+    layer = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[1.0, -2.0]]))
+        layer.bias.copy_(torch.tensor([0.5]))
+    start = trainable_weights(layer)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[3.0, 2.0]]))
+        layer.bias.copy_(torch.tensor([-0.5]))
+    interpolate_weights(layer, start, 0.25)  # a quarter of the way from the start to the trained weights
+    assert torch.equal(layer.weight, torch.tensor([[1.5, -1.0]])) and torch.equal(layer.bias, torch.tensor([0.25]))
+    with pytest.raises(ValueError, match="different trainable weights"):
+        interpolate_weights(layer, {"weight": start["weight"]}, 0.5)
+
+
+def test_wise_keeps_the_weights_part_way_from_platts_model_to_the_trained_stage_2(model_dir, records_file, tmp_path):
+    """stage2_wise 1 is full with stage2_refit bit for bit, 0 is platt's model (same confidences), and 0.3 sets
+    every trainable weight 30 % of the way from the refitted stage 1 to the trained stage 2, which stays in best/."""
+    from elical.model.network import ConfidenceModel
+    from elical.train.predict import predict_records
+
+    stage2 = {"epochs_stage2": 4, "lr_stage2": 1e-2}
+    refit, stage1, refit_final = _stage1_and("full", model_dir, records_file, tmp_path / "refit", stage2_refit=True,
+                                             **stage2)
+    one, _, one_final = _stage1_and("wise", model_dir, records_file, tmp_path / "one", stage2_wise=1.0, **stage2)
+    assert all(torch.equal(refit_final[k], one_final[k]) for k in refit_final)
+    assert one.stages[1]["history"] == refit.stages[1]["history"]
+
+    result, _, final = _stage1_and("wise", model_dir, records_file, tmp_path / "wise", stage2_wise=0.3, **stage2)
+    trained = load_file(tmp_path / "wise" / "stage2-cal" / "best" / "adapter_model.safetensors")
+    assert all(torch.equal(trained[k], refit_final[k]) for k in trained)  # the trained stage 2, kept
+    lora = [k for k in final if "lora_" in k]
+    assert lora and all(torch.allclose(final[k], 0.7 * stage1[k] + 0.3 * trained[k], atol=1e-6) for k in lora)
+    assert any(not torch.allclose(final[k], trained[k]) for k in lora)
+    wise = result.stages[1]["wise"]
+    assert wise["alpha"] == 0.3 and 0 <= wise["val_mse"] <= 1 and result.stages[1]["best"].endswith("wise")
+
+    zero, _, _ = _stage1_and("wise", model_dir, records_file, tmp_path / "zero", stage2_wise=0.0, **stage2)
+    _stage1_and("platt", model_dir, records_file, tmp_path / "platt")
+    records = read_records([records_file])
+
+    def confidences(folder):
+        return np.array(predict_records(ConfidenceModel.load(folder), records, show_progress=False))
+
+    assert np.allclose(confidences(tmp_path / "zero" / "model"), confidences(tmp_path / "platt" / "model"), atol=1e-4)
+    a, b = zero.stages[1]["refit"]["a"], zero.stages[1]["refit"]["b"]
+    assert (a, b) == pytest.approx((result.stages[1]["refit"]["a"], result.stages[1]["refit"]["b"]))
+
+
+def test_wise_records_its_alpha_and_a_finished_stage_resumes_as_it_is(model_dir, records_file, tmp_path):
+    from elical.core.fingerprint import SettingsMismatch, recorded_settings
+    from elical.train.trainer import train
+
+    settings = {"stage2_wise": 0.4, "epochs_stage2": 2}
+    first, _, final = _stage1_and("wise", model_dir, records_file, tmp_path, **settings)
+    recorded = recorded_settings(tmp_path / "stage2-cal", "stage2-cal")
+    assert recorded["stage2"] == "wise" and recorded["stage2_wise"] == 0.4 and "stage2_refit" not in recorded
+    again, _, final_again = _stage1_and("wise", model_dir, records_file, tmp_path, **settings)
+    assert again.stages[1] == first.stages[1] and all(torch.equal(final[k], final_again[k]) for k in final)
+    with pytest.raises(SettingsMismatch, match="stage2_wise"):  # another alpha is another model
+        train(config(model_dir, tmp_path, mode="elical", budget=24, stage2="wise", stage2_wise=0.6, epochs_stage2=2),
+              [records_file], show_progress=False)
+    assert not (tmp_path / "stage2-cal" / "wise.partial").exists()

@@ -21,7 +21,7 @@ __all__ = ["BackendName", "BinStrategy", "ConsistencyJudgeKind", "Convention", "
 BackendName = Literal["hf", "openai", "vllm"]  # elical.annotate.config.AnnotateConfig.backend
 Engine = Literal["local", "ray"]  # AnnotateConfig.engine: annotate here, or on Ray workers
 Mode = Literal["eli-only", "cal-only", "elical", "head-only"]  # elical.train.config: training modes
-Stage2Recipe = Literal["full", "head", "platt", "mixed", "l2sp"]  # TrainSettings.stage2: EliCal's calibration-stage recipes
+Stage2Recipe = Literal["full", "head", "platt", "mixed", "l2sp", "wise"]  # TrainSettings.stage2: EliCal's calibration-stage recipes
 # elical.train.label_selection: which pool questions get labels (RunConfig train.label_selection, select-labels)
 LabelStrategy = Literal["random", "stratified-confidence", "uncertainty", "diverse", "uncertain-diverse"]
 Method = Literal["sft", "absolute", "confidence-num", "confidence-verb", "multisample"]  # elical.honesty.config

@@ -65,8 +65,9 @@ def _strategies(value: object) -> str | list[str]:
 LabelStrategies = Annotated[LabelStrategy | list[LabelStrategy], PlainValidator(_strategies)]
 
 # train.stage2_candidates when unset: the recipes before l2sp (issue 23), so a run folder made with the default keeps
-# resuming (its select-stage2 step records the candidates) and l2sp, which has its own setting, is asked for by name
-DEFAULT_CANDIDATES: tuple[Stage2Recipe, ...] = tuple(r for r in STAGE2_RECIPES if r != "l2sp")
+# resuming (its select-stage2 step records the candidates); l2sp and wise, which have settings of their own, are asked
+# for by name
+DEFAULT_CANDIDATES: tuple[Stage2Recipe, ...] = tuple(r for r in STAGE2_RECIPES if r not in ("l2sp", "wise"))
 
 
 def check_name(value: str, what: str) -> str:
@@ -149,8 +150,8 @@ class TrainPlan(BaseModel):
             "not contain, e.g. world relations of the ood group); reported on: the other evaluated datasets"))
     stage2_candidates: Annotated[list[Stage2Recipe], Distinct(min_items=2)] = Field(
         default_factory=lambda: list(DEFAULT_CANDIDATES), description=(
-            "ood-holdout: the stage-2 recipes to choose from (settings.stage2's values; default every one but l2sp, "
-            "which is listed by name); a tie goes to the earlier"))
+            "ood-holdout: the stage-2 recipes to choose from (settings.stage2's values; default every one but l2sp and wise, "
+            "which are listed by name); a tie goes to the earlier"))
 
     def stage2_epochs(self, labels: int) -> int | None:
         """Calibration epochs the run sets for a budget of ``labels`` questions (None: the trainer's own,

@@ -80,7 +80,7 @@ def train_settings(cfg: RunConfig, key: ModelKey, annotate: str) -> dict[str, An
     given = plan.settings  # the trainer's settings but those the run sets per model (model, seed, budget, ...)
     recipe = key.stage2 or given.stage2  # a recipe candidate's own (train.select_on), else the plan's one
     trainer = {**output_settings(given), **stage2_settings(key.method, recipe, given.stage2_mix, given.stage2_l2sp,
-                                                           given.stage2_refit)}
+                                                           given.stage2_refit, given.stage2_wise)}
     # the strategy that chose the labels (random, the default, adds nothing: runs made before selection still resume)
     selection = {"label_selection": plan.strategy_of(key)} if plan.selects_labels(key) else {}
     return {"method": key.method, "budget": key.budget, "seed": key.seed,

@@ -22,21 +22,22 @@ from elical.model.settings import ModelConfig, ModelFields, PromptFields
 
 
 # TrainConfig fields of EliCal's calibration stage only (recorded through stage2_settings)
-ELICAL_STAGE2 = {"stage2", "stage2_mix", "stage2_l2sp", "stage2_refit"}
+ELICAL_STAGE2 = {"stage2", "stage2_mix", "stage2_l2sp", "stage2_wise", "stage2_refit"}
 
 
 def stage2_settings(mode: str, stage2: str, stage2_mix: float, stage2_l2sp: float,
-                    stage2_refit: bool = False) -> dict[str, object]:
+                    stage2_refit: bool = False, stage2_wise: float = 0.5) -> dict[str, object]:
     """What the stage-2 recipe adds to the settings that decide a model: nothing for the paper's full
     update (so folders made before recipes existed still resume) or for modes other than elical; a recipe's
-    own setting (stage2_mix, stage2_l2sp) only with that recipe; stage2_refit only when on, with a recipe
-    that trains (not platt)."""
+    own setting (stage2_mix, stage2_l2sp, stage2_wise) only with that recipe; stage2_refit only when on, with a
+    recipe that trains and does not imply it (not platt, not wise)."""
     if mode != "elical":
         return {}
-    refit: dict[str, object] = {"stage2_refit": True} if stage2_refit and stage2 != "platt" else {}
+    refit: dict[str, object] = {"stage2_refit": True} if stage2_refit and stage2 not in ("platt", "wise") else {}
     if stage2 == "full":
         return refit
-    own = {"mixed": {"stage2_mix": stage2_mix}, "l2sp": {"stage2_l2sp": stage2_l2sp}}.get(stage2, {})
+    own = {"mixed": {"stage2_mix": stage2_mix}, "l2sp": {"stage2_l2sp": stage2_l2sp},
+           "wise": {"stage2_wise": stage2_wise}}.get(stage2, {})
     return {"stage2": stage2, **own, **refit}
 
 
@@ -71,7 +72,9 @@ class TrainSettings(YamlConfig, ModelFields):
             "its logit rescaled by a logistic fit on the labels (a monotone map: stage 1's ranking unchanged). "
             "mixed: full, with stage2_mix unlabelled pool questions per label trained on stage-1 targets. "
             "l2sp: full, with an L2-SP penalty (stage2_l2sp / 2) * sum ||w - w_stage1||^2 pulling every trainable "
-            "weight (LoRA and head) toward its stage-1 value"))
+            "weight (LoRA and head) toward its stage-1 value. "
+            "wise: full from stage 1 refitted to the labels (platt's model), then every trainable weight set "
+            "stage2_wise of the way from that start to the trained stage 2 (weight-space ensembling, WiSE-FT)"))
     stage2_mix: Annotated[float, Range(0, 100), Output.COMPUTED] = Field(
         1.0, description=(
             "mixed: unlabelled pool questions per labelled training one; below 1 too (0.25: one per four labels). "
@@ -82,6 +85,11 @@ class TrainSettings(YamlConfig, ModelFields):
             "l2sp: alpha of the penalty (alpha / 2) * sum ||w - w_stage1||^2 added to stage 2's loss (a mean over "
             "the batch's questions); 0: the full update exactly, larger: closer to stage 1 (on the world, 0.01 is near "
             "full and 1 near stage 1; docs/measurements.md)"))
+    stage2_wise: Annotated[float, Range(0, 1), Output.COMPUTED] = Field(
+        0.5, description=(
+            "wise: the kept weights are (1 - stage2_wise) * start + stage2_wise * trained, the start being stage 1 "
+            "with its logit refitted to the labels; 0: platt's model, 1: full with stage2_refit; 0.5, WiSE-FT's "
+            "choice when no out-of-domain data says otherwise (docs/measurements.md)"))
     stage2_refit: Annotated[bool, Output.COMPUTED] = Field(
         False, description=(
             "EliCal's stage 2 (full, mixed, l2sp, head): before its first epoch, stage 1's logit is mapped through "

@@ -180,7 +180,8 @@ def stage_settings(cfg: TrainConfig, key: str, plan: StagePlan, records: Sequenc
                  *([Output.CALIBRATION] if key != "cal" else [])}
     settings: dict[str, Any] = {**output_settings(cfg, leave_out), "epochs": epochs, "lr": lr, **_precision(cfg)}
     if key == "cal":
-        settings.update(stage2_settings(cfg.mode, cfg.stage2, cfg.stage2_mix, cfg.stage2_l2sp, cfg.stage2_refit))
+        settings.update(stage2_settings(cfg.mode, cfg.stage2, cfg.stage2_mix, cfg.stage2_l2sp, cfg.stage2_refit,
+                                       cfg.stage2_wise))
         if label_order is not None:  # the random draw adds nothing (folders made before selection still resume)
             settings["label_selection"] = label_order.settings()
     settings["input"] = {"model": model_version(cfg.model), "data": _data_version(records, plan), "start": start}
@@ -425,7 +426,9 @@ def _train_stages(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, 
         stage_dir = out / spec.name
         l2sp = cfg.stage2_l2sp if cfg.mode == "elical" and cfg.stage2 == "l2sp" else 0.0
         l2sp = l2sp if spec.name == STAGE_NAMES["cal"] else 0.0  # stage 2, pulled toward stage 1's weights
-        refit = cfg.stage2_refit and cfg.mode == "elical" and spec.name == STAGE_NAMES["cal"]  # cal-only: no stage 1
+        calibrating = cfg.mode == "elical" and spec.name == STAGE_NAMES["cal"]  # cal-only: no stage 1 to refit
+        wise = calibrating and cfg.stage2 == "wise"
+        refit = calibrating and (cfg.stage2_refit or wise)  # wise interpolates from the refit: platt's model
         stage = Stage(spec.name, spec.epochs, spec.lr, digest(spec.settings), l2sp, refit)
         on_features = cfg.mode == "head-only" or (spec.name == STAGE_NAMES["cal"] and cfg.stage2 in ("head", "platt"))
         if start is not None and spec.name == STAGE_NAMES["eli"]:
@@ -448,7 +451,29 @@ def _train_stages(cfg: TrainConfig, records: Sequence[Record], plans: dict[str, 
         else:
             summaries.append(run_stage(model, data_of(spec.data), stage, cfg, accelerator, stage_dir, save_best,
                                        show_progress))
+            if wise:
+                stage1_dir = start.folder if start is not None else out / STAGE_NAMES["eli"]
+                summaries[-1] = _wise_stage(cfg, summaries[-1], stage1_dir, stage_dir, data_of(spec.data), accelerator)
     return summaries
+
+
+def _wise_stage(cfg: TrainConfig, summary: dict[str, Any], stage1_dir: Path, stage_dir: Path, data,
+                accelerator) -> dict[str, Any]:
+    """``stage2: wise`` after stage 2 trained (elical.train.wise), on the main process; every process returns
+    the same summary."""
+    from elical.train.inference import predict_logits, sigmoid
+    from elical.train.selection import validation_metrics
+    from elical.train.wise import wise_stage
+
+    def validate(model) -> dict[str, Any]:
+        logits = predict_logits(model, data.seqs, data.val, data.pad_id, 2 * cfg.tokens_per_batch, cfg.row_length)
+        return validation_metrics([sigmoid(logits[i]) for i in data.val], [data.targets[i] for i in data.val],
+                                  data.val_labels())
+
+    if accelerator.is_main_process:
+        wise_stage(summary, stage1_dir, stage_dir, cfg.stage2_wise, accelerator.device, cfg.model, validate)
+    accelerator.wait_for_everyone()
+    return json.loads((stage_dir / "wise.json").read_text())
 
 
 def _first_model(cfg: TrainConfig, start: InitStage | None, device):
@@ -475,7 +500,7 @@ def _finish(out: Path, specs: Sequence[StageSpec], summaries: list[dict[str, Any
     if accelerator.is_main_process:
         if (out / "model").exists():
             shutil.rmtree(out / "model")
-        shutil.copytree(last / "best", out / "model")
+        shutil.copytree(summaries[-1].get("best") or last / "best", out / "model")  # wise: its interpolated model
         write_training_log(out / "training_log.csv", summaries)
         (out / "train_summary.json").write_text(json.dumps(result.summary(), indent=1, default=str))
     accelerator.wait_for_everyone()
