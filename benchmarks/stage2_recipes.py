@@ -8,6 +8,9 @@ and the all-labels reference) and one folder per other recipe; their scores/*.pa
 evaluated records (whose judges the heading names).
 
     python benchmarks/stage2_recipes.py --eval EVAL.parquet --run full=DIR --run mixed=DIR ... [--md OUT.md]
+
+Another subject's run (the embedded world) names its budgets and groups: --budgets 50 150 500 --in-domain
+birth_city ... --ood language ... --subject "the world LM".
 """
 
 from __future__ import annotations
@@ -64,11 +67,12 @@ def holdout_selection(runs: dict[str, str], models: dict[tuple[str, str], dict[s
     def auroc(name: str, datasets: Sequence[str]) -> float:  # mean over seeds and datasets, full-set values
         return float(np.mean([models[(m, s)][d][0] for (m, s) in models if m == name for d in datasets]))
 
+    shown = " / ".join(map(str, BUDGETS))
     lines = ["", "## Choosing the recipe on a held-out OOD dataset", "",
-             "Each OOD dataset in turn is held out for choosing (highest AUROC there, mean over budgets 100 / 300 / "
-             "1000 and seeds); the chosen recipe is reported on the other OOD datasets (mean AUROC per budget).", "",
-             "| held out | chosen | AUROC there per recipe | reported on | chosen at 100 / 300 / 1000 | every recipe at "
-             "100 / 300 / 1000 | Eli-Only |", "|---|---|---|---|---|---|---|"]
+             f"Each OOD dataset in turn is held out for choosing (highest AUROC there, mean over budgets {shown} "
+             "and seeds); the chosen recipe is reported on the other OOD datasets (mean AUROC per budget).", "",
+             f"| held out | chosen | AUROC there per recipe | reported on | chosen at {shown} | every recipe at "
+             f"{shown} | Eli-Only |", "|---|---|---|---|---|---|---|"]
     for held in GROUPS["ood"]:
         rest = [d for d in GROUPS["ood"] if d != held]
         there = {recipe: float(np.mean([auroc(f"elical-{b} ({recipe})", [held]) for b in BUDGETS])) for recipe in runs}
@@ -84,12 +88,19 @@ def holdout_selection(runs: dict[str, str], models: dict[tuple[str, str], dict[s
 
 
 def main() -> None:
+    global BUDGETS  # a script's settings, read by the functions above
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--eval", type=Path, required=True)
     parser.add_argument("--run", action="append", required=True, help="RECIPE=RUN_FOLDER")
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--md", type=Path)
+    parser.add_argument("--budgets", nargs="+", help=f"label budgets tabulated, 'all' too (default {BUDGETS})")
+    parser.add_argument("--in-domain", nargs="+", help="in-domain datasets (default SmolLM2's run's)")
+    parser.add_argument("--ood", nargs="+", help="out-of-domain datasets (default SmolLM2's run's)")
+    parser.add_argument("--subject", default="SmolLM2-135M-Instruct", help="the model named in the heading")
     args = parser.parse_args()
+    BUDGETS = tuple(int(b) if b.isdigit() else b for b in args.budgets) if args.budgets else BUDGETS
+    GROUPS.update({"in-domain": tuple(args.in_domain or GROUPS["in-domain"]), "ood": tuple(args.ood or GROUPS["ood"])})
     records = evaluated_records(args.eval)
     runs = dict(item.split("=", 1) for item in args.run)
     models: dict[tuple[str, str], dict[str, np.ndarray]] = {}  # (method, seed) -> dataset -> AUROC replicates
@@ -120,7 +131,7 @@ def main() -> None:
 
     best_free = {g: max(TRAINING_FREE, key=lambda n: method(n, g)[0]) for g in ("in-domain", "ood")}
     judges = " / ".join(records[0].generation.get("judges", {}).values())
-    lines = [f"# EliCal's calibration recipes on SmolLM2-135M-Instruct (labels {judges}; 3 seeds; "
+    lines = [f"# EliCal's calibration recipes on {args.subject} (labels {judges}; 3 seeds; "
              f"{args.resamples} paired resamples; tabulated on {platform.node()})", "",
              f"Eli-Only: in-domain {method('eli-only-0', 'in-domain')[0]:.3f}, OOD {method('eli-only-0', 'ood')[0]:.3f}; "
              f"best training-free: in-domain {best_free['in-domain']} {method(best_free['in-domain'], 'in-domain')[0]:.3f}, "
@@ -146,7 +157,7 @@ def main() -> None:
                          f"{diff(name, f'cal-only-{budget}', 'in-domain')} | {share} | {drops[worst]:+.3f} ({worst}) |")
     lines += ["", "| Cal-Only | labels | in-domain | OOD |", "|---|---|---|---|"]
     lines += [f"| | {b} | {method(f'cal-only-{b}', 'in-domain')[0]:.3f} | {method(f'cal-only-{b}', 'ood')[0]:.3f} |"
-              for b in (*BUDGETS, "all") if has(f"cal-only-{b}")]
+              for b in dict.fromkeys((*BUDGETS, "all")) if has(f"cal-only-{b}")]
     lines += holdout_selection(runs, models)
     text = "\n".join(lines)
     print(text)
