@@ -82,11 +82,11 @@ def test_a_list_of_strategies_plans_one_model_per_strategy_and_keeps_single_stra
     from elical.model.key import ModelKey
 
     def plan(selection):
-        # lens, lens_top and stage2_refit off: the preset's trainer settings as they were at 522c9c8 (all became its
+        # lens, lens_top and stage2_refit off, stage2 full: the preset's trainer settings as they were at 522c9c8 (all became its
         # defaults later)
         cfg = load_run_config(overrides={"train": {"budgets": [12, "all"], "seeds": [0], "label_selection": selection,
                                                    "settings": {"lens": False, "lens_top": False,
-                                                                "stage2_refit": False}}})
+                                                                "stage2_refit": False, "stage2": "full"}}})
         return cfg, {k.name: digest(train_settings(cfg, k, "a")) for k in planned_models(cfg)}
 
     for strategy, expected in HEAD_DIGESTS.items():

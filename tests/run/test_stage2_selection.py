@@ -238,8 +238,8 @@ def test_select_on_none_keeps_every_digest_of_before():
     from elical.run.fingerprints import honesty_settings, train_settings
     from elical.run.steps.honesty_step import gate_choice
 
-    # HEAD's digests: the preset before lens, lens_top and stage2_refit were on
-    lens_off = {"settings": {"lens": False, "lens_top": False, "stage2_refit": False}}
+    # HEAD's digests: the preset before lens, lens_top and stage2_refit were on and before stage2 wise was the default
+    lens_off = {"settings": {"lens": False, "lens_top": False, "stage2_refit": False, "stage2": "full"}}
     cfg = config(**lens_off)
     now = {k.name: digest(train_settings(cfg, k, "A")) for k in planned_models(cfg)}
     gate = digest(train_settings(cfg, ModelKey("elical", *gate_choice(cfg)), "A"))

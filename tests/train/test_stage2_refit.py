@@ -66,6 +66,7 @@ def test_refit_head_folds_an_increasing_map_into_an_mlp_head():
 def _elical(model_dir, records, out, **overrides):
     from elical.train.trainer import train
 
+    overrides = {"stage2": "full", **overrides}  # wise, the default, always starts from the refit
     return train(config(model_dir, out, mode="elical", budget=24, epochs_stage1=3, epochs_stage2=3, lr_stage2=1e-3,
                         **overrides), [records], show_progress=False)
 

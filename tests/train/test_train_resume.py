@@ -77,7 +77,7 @@ def test_every_setting_decides_a_stage_unless_marked_never(model_dir, records_fi
 
     def stages(cfg: TrainConfig) -> dict:
         return {(m, s2): [s.settings for s in plan_run(c, plan_stages(records, c), records)]
-                for m, s2 in [("elical", "full"), ("elical", "mixed"), ("elical", "l2sp"), ("head-only", "full"),
+                for m, s2 in [("elical", "full"), ("elical", "mixed"), ("elical", "l2sp"), ("elical", "wise"), ("head-only", "full"),
                               ("cal-only", "full")]
                 for c in [cfg.model_copy(update={"mode": m, "stage2": s2})]}
 

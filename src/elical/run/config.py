@@ -229,7 +229,7 @@ class TrainPlan(BaseModel):
         if not self.select_datasets:
             raise ValueError(f"select_on {self.select_on} needs select_datasets: the evaluated datasets held out "
                              "for choosing (not in the pool, not reported), e.g. [language, sport] on the world")
-        if self.settings.stage2 != "full":
+        if self.settings.stage2 not in ("full", TrainSettings.model_fields["stage2"].default):  # full: its old default
             raise ValueError(f"settings.stage2 {self.settings.stage2} sets one recipe, but select_on {self.select_on} "
                              "chooses among stage2_candidates: list the recipes there instead")
         return self

@@ -66,8 +66,9 @@ class TrainSettings(YamlConfig, ModelFields):
     cal_target: Annotated[Literal["samples", "greedy"], Output.CALIBRATION] = "samples"
     head_only_target: Annotated[Literal["cal", "eli"], Output.PER_STAGE] = "cal"  # which stage head-only trains
     stage2: Annotated[Stage2Recipe, Output.COMPUTED] = Field(
-        "full", description=(
-            "EliCal's calibration stage. full: LoRA and head trained on the labels (the paper). head: LoRA kept "
+        "wise", description=(
+            "EliCal's calibration stage (default wise: chosen on held-out datasets, docs/measurements.md). "
+            "full: LoRA and head trained on the labels (the paper). head: LoRA kept "
             "from stage 1, the head trained on its cached features (lr_head_only). platt: stage 1 kept whole, "
             "its logit rescaled by a logistic fit on the labels (a monotone map: stage 1's ranking unchanged). "
             "mixed: full, with stage2_mix unlabelled pool questions per label trained on stage-1 targets. "
@@ -175,7 +176,7 @@ class TrainConfig(PromptFields, TrainSettings):
             raise ValueError("compile applies to LoRA training, not to head-only mode")
         if self.mode == "head-only" and self.lora_dtype != "float32":
             raise ValueError("lora_dtype applies to LoRA training, not to head-only mode")
-        if self.stage2 != "full" and self.mode != "elical":
+        if self.mode != "elical" and self.stage2 not in ("full", TrainSettings.model_fields["stage2"].default):
             raise ValueError(f"stage2 {self.stage2} applies to mode elical (its calibration stage), not to mode {self.mode}")
         return self
 
