@@ -283,3 +283,16 @@ def test_wise_records_its_alpha_and_a_finished_stage_resumes_as_it_is(model_dir,
         train(config(model_dir, tmp_path, mode="elical", budget=24, stage2="wise", stage2_wise=0.6, epochs_stage2=2),
               [records_file], show_progress=False)
     assert not (tmp_path / "stage2-cal" / "wise.partial").exists()
+
+
+def test_a_folder_of_the_earlier_default_full_is_refused_by_the_default_wise_and_resumes_with_full(
+        model_dir, records_file, tmp_path):
+    from elical.core.fingerprint import SettingsMismatch
+    from elical.train.trainer import train
+
+    first, _, final = _stage1_and("full", model_dir, records_file, tmp_path)
+    assert TrainConfig(model="m", mode="elical").stage2 == "wise"
+    with pytest.raises(SettingsMismatch, match="stage2"):  # the default now: another stage 2, named
+        train(config(model_dir, tmp_path, mode="elical", budget=24), [records_file], show_progress=False)
+    again, _, final_again = _stage1_and("full", model_dir, records_file, tmp_path)
+    assert again.stages == first.stages and all(torch.equal(final[k], final_again[k]) for k in final)
