@@ -461,13 +461,12 @@ def _wise_stage(cfg: TrainConfig, summary: dict[str, Any], stage1_dir: Path, sta
                 accelerator) -> dict[str, Any]:
     """``stage2: wise`` after stage 2 trained (elical.train.wise), on the main process; every process returns
     the same summary."""
-    from elical.train.inference import predict_logits, sigmoid
+    from elical.train.loop import validation_confidences
     from elical.train.selection import validation_metrics
     from elical.train.wise import wise_stage
 
-    def validate(model) -> dict[str, Any]:
-        logits = predict_logits(model, data.seqs, data.val, data.pad_id, 2 * cfg.tokens_per_batch, cfg.row_length)
-        return validation_metrics([sigmoid(logits[i]) for i in data.val], [data.targets[i] for i in data.val],
+    def validate(model) -> dict[str, Any]:  # this process alone: every validation question, as a stage's epoch does
+        return validation_metrics(validation_confidences(model, data, cfg, None), [data.targets[i] for i in data.val],
                                   data.val_labels())
 
     if accelerator.is_main_process:
