@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from elical.core.io import write_json
 from elical.model.model_folder import read_saved
 from elical.model.network import ConfidenceModel
 from elical.train.platt import fold_into_head
@@ -91,5 +92,5 @@ def wise_stage(summary: dict[str, Any], stage1_dir: Path, stage_dir: Path, alpha
     meta["selection"] = {**meta.get("selection", {}), "wise": wise}
     save_atomically(model, stage_dir / WISE_DIR, meta)
     done = {**summary, "wise": wise, "best": str(stage_dir / WISE_DIR)}
-    record.write_text(json.dumps(done, indent=1))
+    write_json(record, done)  # atomically: a resumed stage reads it whole or redoes the step
     return done
