@@ -13,6 +13,13 @@ labels_fresh_gpu.sh, relabelled by labels_relabel.py), the strata the relabellin
 for consistency), so the weights estimate the judges on the run's population as the earlier rounds did:
 
     python benchmarks/labels_fresh_draw.py RELABELLED OUT.jsonl --seed 23 --sizes-from RUN_RECORDS_DIR
+
+Fourth round: the run's records were no longer at hand, so `--sizes-from-sheets` takes each (task, dataset)'s size
+in the run from a labelled sheet drawn from it (the sum of its items' weights is the stratum sizes it was scaled
+to), and `--per-stratum` draws more items per stratum (smaller weights, narrower intervals):
+
+    python benchmarks/labels_fresh_draw.py RELABELLED OUT.jsonl --seed 39 --per-stratum 60 \
+        --sizes-from-sheets tests/data/labels/paper_consistency_test.jsonl tests/data/labels/paper_correctness_test.jsonl
 """
 
 from __future__ import annotations
@@ -34,6 +41,18 @@ def population(records: list, task: str) -> Counter:
     return Counter(c.record.dataset for c in candidates(records, (task,)))
 
 
+def sheet_population(sheets: list[Path], task: str) -> Counter:
+    """Per dataset, the run's number of judged items of the task, read from labelled sheets drawn from that
+    run: a stratum's items' weights add up to its size, so a dataset's add up to its population."""
+    sizes: Counter = Counter()
+    for path in sheets:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line) if line.strip() else None
+            if row and row["task"] == task:
+                sizes[row["dataset"]] += row["weight"]
+    return Counter({d: round(n) for d, n in sizes.items()})
+
+
 def labelled_items(folder: Path) -> set[str]:
     return {json.loads(line)["item"] for path in folder.glob("*.jsonl")
             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
@@ -46,18 +65,23 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--labelled", type=Path, default=Path("tests/data/labels"))
     parser.add_argument("--sizes-from", type=Path, default=None)
+    parser.add_argument("--sizes-from-sheets", type=Path, nargs="+", default=None)
+    parser.add_argument("--per-stratum", type=int, default=None, help="items per stratum (default: the first round's)")
+    parser.add_argument("--tasks", nargs="+", default=list(PER_STRATUM))
     args = parser.parse_args()
     seen = labelled_items(args.labelled)
     records = read_records(sorted(args.records.glob("*.parquet")))
-    judges = JUDGES if args.sizes_from is None else records[0].generation["judges"]
+    scaled = args.sizes_from is not None or args.sizes_from_sheets is not None
+    judges = records[0].generation["judges"] if scaled else JUDGES
     run = read_records(sorted(args.sizes_from.glob("*.parquet"))) if args.sizes_from else None
     rows = []
-    for task, n in PER_STRATUM.items():
+    for task in args.tasks:
         pool = [c for c in candidates(records, (task,)) if c.item not in seen]
-        drawn = draw(pool, n, args.seed)
-        if run is not None:  # each stratum's size scaled to its dataset's size in the run, a whole number
+        drawn = draw(pool, args.per_stratum or PER_STRATUM[task], args.seed)
+        if scaled:  # each stratum's size scaled to its dataset's size in the run, a whole number
             fresh = population(records, task)
-            scale = {d: size / fresh[d] for d, size in population(run, task).items()}
+            sizes_in_run = population(run, task) if run is not None else sheet_population(args.sizes_from_sheets, task)
+            scale = {d: size / fresh[d] for d, size in sizes_in_run.items()}
             sizes = Counter(c.stratum for c in pool)
             picked = Counter(c.stratum for c, _ in drawn)
             drawn = [(c, round(sizes[c.stratum] * scale[c.record.dataset]) / picked[c.stratum]) for c, _ in drawn]

@@ -3,6 +3,10 @@ questions that no record of the given runs holds, written as one QA file per dat
 dataset's own file name (so the records keep their dataset names).
 
     python benchmarks/labels_fresh_questions.py OUT_DIR --exclude RECORDS_DIR [--per-dataset 1000] [--seed 23]
+    python benchmarks/labels_fresh_questions.py OUT_DIR --exclude-sheets tests/data/labels --seed 39
+
+`--exclude-sheets` leaves out the questions of every labelled sheet (*.jsonl) in a folder (the fourth round,
+when the runs' records were no longer at hand).
 
 Then annotate them like `smollm2-qa-full` (paper prompt, 24 new tokens) and relabel/draw with
 benchmarks/labels_fresh_draw.py --sizes-from RECORDS_DIR, which scales each dataset to its size in the run.
@@ -26,12 +30,17 @@ SOURCES = ["qa/2wiki_dev.jsonl", "qa/hq_dev.jsonl", "qa/musique_train.jsonl", "q
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--exclude", type=Path, action="append", required=True)
+    parser.add_argument("--exclude", type=Path, action="append", default=[])
+    parser.add_argument("--exclude-sheets", type=Path, action="append", default=[])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--per-dataset", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=23)
     args = parser.parse_args()
+    if not args.exclude and not args.exclude_sheets:
+        parser.error("give --exclude RECORDS_DIR or --exclude-sheets DIR: the questions to leave out")
     seen = {r.question.strip() for folder in args.exclude for r in read_records(sorted(folder.glob("*.parquet")))}
+    seen |= {json.loads(line)["question"].strip() for folder in args.exclude_sheets for path in sorted(folder.glob("*.jsonl"))
+             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
     args.out.mkdir(parents=True, exist_ok=True)
     for source in SOURCES:
         rows = [json.loads(line) for line in (args.data / source).read_text(encoding="utf-8").splitlines() if line.strip()]
