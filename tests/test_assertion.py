@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@8 and answer@7).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@9 and answer@8).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -151,7 +151,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@8" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@9" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -301,3 +301,55 @@ def test_two_replies_that_choose_one_option_in_opposite_words_are_the_same_answe
     query = JudgeQuery("consistency", OLDER, "Bela Kuti is the younger one.", ("Ana Ferro is the older one.",))
     different = JudgeQuery("consistency", OLDER, "Ana Ferro is the younger one.", ("Ana Ferro is the older one.",))
     assert compare_query(query).decision is True and compare_query(different).decision is False
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # the subject repeats the question's own phrase: the predicate cannot make it the answer (match@9)
+        ("What is solar panel a part of?", "A solar panel is a part of a solar panel that turns light into power.",
+         ["panel"], False),
+        ("Who developed IBM Network Control Program?", "IBM developed the IBM Network Control Program.", ["IBM"], True),
+        # an option described as something called by a third name is not chosen (match@9)
+        ("Which film came out first, Alpha Road or Beta Street?",
+         "The film that came out first, Alpha Road, is actually a film called Gamma Lane.", ["Alpha Road"], False),
+        ("Which film came out first, Alpha Road or Beta Street?",
+         "The film that came out first, Alpha Road, is a quiet drama called \"A", ["Alpha Road"], True),  # cut off
+    ],
+)
+def test_asserts_gold_since_match_9(question, reply, gold, expected):
+    assert asserts_gold(question, reply, gold) is expected
+
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("B.fission\n\nThe correct answer is:\nC.fusion", None),  # a second letter offered as the answer
+        ("B.fission\nAnswer: C", None),
+        ("B.fission\n\nOption C is often confused with it.", "B"),  # a letter in passing offers no answer
+    ],
+)
+def test_a_second_letter_stated_as_the_answer_leaves_no_pick(reply, expected):
+    choices = ("decay", "fission", "fusion", "capture")
+    assert extract_choice(reply, choices) == expected
+    assert extract_choice("B.fission\n\nThe correct answer is:\nC.fusion", choices, strict=False) == "B"  # mention@3
+
+
+PORT = "In what city was the Rhine harbour of the Lower Delta Company built?"
+
+
+@pytest.mark.parametrize(
+    "question, a, b, expected",
+    [
+        # cut off by the token limit inside a word of the question: the question repeated, no answer (answer@8)
+        ("The Old Mill is a 1920 silent film shot in a town that is the northern terminus of what?",
+         "The Old Mill is a 1920 silent film shot in a town that is the northern term",
+         "The Old Mill is a 1920 silent film shot in a town that is the northern term", False),
+        # a name given first by one answer and only as the other's qualifier: a coarser answer (answer@8)
+        (PORT, "It was built in Germany.", "It was built in the city of Duisburg, Germany.", False),
+        (PORT, "It was built in Duisburg.", "It was built in Duisburg, Germany.", True),
+        (PORT, "It was built in Duisburg, Germany.", "It was built in Duisburg.", True),
+    ],
+)
+def test_consistency_since_answer_8(question, a, b, expected):
+    assert compare_query(JudgeQuery("consistency", question, a, (b,))).decision is expected

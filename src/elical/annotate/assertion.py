@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@8; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@9; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -21,8 +21,8 @@ the alias fills the answer's slot of the question. The rules, each general:
    for "older"), "after" and "before" for "later" and "earlier". A ranking on a claim of its own is not
    the question's comparison ("A is the first film to feature a Welsh cast"), nor is a "than" that
    compares in another sense ("A is more resilient than B") or an option with itself. An option denied
-   ("A is not the one") or described as a third name ("The film with the older director, A, is C") is
-   not chosen; an option named without the comparison is chosen only where the rest of the sentence
+   ("A is not the one") or described as a third name ("The film with the older director, A, is C", "A is
+   actually a film called C": match@9) is not chosen; an option named without the comparison is chosen only where the rest of the sentence
    announces it ("The film is A.", "A is the answer"), in a sentence finished before the token limit
    ("A was born" chooses nothing for "who was born first"). A later sentence that chooses the other
    option contradicts the first. The reply is right only if it chooses the gold option.
@@ -31,7 +31,8 @@ the alias fills the answer's slot of the question. The rules, each general:
    not next to the same content word as in the question ("science historian James Burke"), not as
    part of a longer name, and in the subject of its sentence (before the sentence's first verb) only
    where the predicate repeats the question's own mention ("IBM developed the IBM Network Control
-   Program").
+   Program") and the subject does not itself repeat the question's phrase, the same word beside it on
+   the same side ("A rechargeable battery is a subclass of a rechargeable battery": match@9).
 3. **Context, not answer.** An alias in the subject of a sentence counts only where what the sentence
    says of it restates the question ("Paris is the capital of France" answers "What is the capital of
    France?"; "The United States is the largest economy" does not answer "What is X's nationality?").
@@ -50,11 +51,16 @@ answered by a yes or a no alone (answer@5), a reply cut off by the token limit r
 answer it introduces ("The seminar was held at the") asserts none. The answer judge (since answer@6)
 also reads a reply that answers the inner question of a nested one as asserting none
 (:func:`answers_inner_question`: "The state where Shringarpur is located is India." for "Who was in
-charge of the state where Shringarpur is located?").
+charge of the state where Shringarpur is located?"). Since answer@8, a reply cut off by the token limit in
+the first letters of a word of the question ("... the western term" for "terminus") says nothing with that
+fragment, and a name that one answer gives first and the other only as the qualifier of another name
+("Germany" / "Berlin, Germany") is a coarser answer, not the same one ("Paris" / "Paris, France" keeps it
+first).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -444,15 +450,25 @@ def _cut_before_answer(sentence: str) -> bool:
     return last in FUNCTION_WORDS and last not in ("it", "them", "him", "her", "this", "that")  # pronouns end
 
 
+_CALLED = frozenset(["called", "named", "titled", "entitled"])
+
+
 def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str]) -> bool:
     """Whether the sentence denies the option it names ("A is not the one") or names a third thing as
     what the option's description is ("The film with the older director, A, is The Shawshank
     Redemption"): a copula right after the option, then a negation, or a name that is no option's
-    (after "the", or of two words or more: "is American" describes, "is Black Feathers" names)."""
+    (after "the", or of two words or more: "is American" describes, "is Black Feathers" names; or
+    after "called" a few words on: "is actually a film called The Lion King")."""
     if end + 1 >= len(tokens) or tokens[end].text not in _COPULAS:
         return False
     if tokens[end + 1].text in _NEGATIONS:
         return True
+    called = [i for i in range(end + 1, min(end + 7, len(tokens))) if tokens[i].text in _CALLED]
+    if called:  # "A is actually a film called C" (since match@9)
+        start = called[0] + 2 if called[0] + 1 < len(tokens) and tokens[called[0] + 1].text == "the" else called[0] + 1
+        name = list(itertools.takewhile(lambda t: t.case != "lower", tokens[start:]))
+        whole = len(name) > 1 or (len(name) == 1 and len(name[0].text) > 1)  # not a cut-off "A"
+        return whole and any(t.text not in option_words for t in name)
     start = end + 2 if tokens[end + 1].text == "the" else end + 1
     name: list[Token] = []
     for token in tokens[start:]:
@@ -534,8 +550,9 @@ def _sentence_asserts(question: str, sentence: str, aliases: Sequence[str]) -> b
             if position > 0 and tokens[position - 1].text in _NEGATIONS:
                 continue
             subject = position < subject_end
-            if subject and (not restates or (in_question and not echo_in_predicate)):
-                continue
+            if subject and (not restates or (in_question and (
+                    not echo_in_predicate or _repeats_phrase(tokens, position, len(needle), asked, needle)))):
+                continue  # since match@9, a subject that repeats the question's phrase is not answered by its predicate
             span = spans[k] if len(spans) > k else None
             echo = not subject and _echoes(tokens, position, len(needle), asked, needle)  # subject: see above
             if in_question and (echo or _inside_longer_name(tokens, position, len(needle), sentence, span)):
@@ -578,14 +595,30 @@ def _inside_longer_name(tokens: Sequence[Token], position: int, length: int, sen
 def _neighbours(tokens: Sequence[Token], position: int, length: int) -> set[str]:
     """The words next to a span on each side, looking past the little words inside names ("Battle of
     Waterloo": "battle"), not past prepositions ("developed by Intel": none)."""
-    out: set[str] = set()
+    return {word for _, word in _sided_neighbours(tokens, position, length)}
+
+
+def _sided_neighbours(tokens: Sequence[Token], position: int, length: int) -> set[tuple[int, str]]:
+    """:func:`_neighbours`, each with its side (-1 before the span, 1 after it)."""
+    out: set[tuple[int, str]] = set()
     for step, start in ((-1, position - 1), (1, position + length)):
         i = start
         while 0 <= i < len(tokens) and tokens[i].text in _CONNECTORS:
             i += step
         if 0 <= i < len(tokens) and tokens[i].text not in FUNCTION_WORDS:
-            out.add(tokens[i].text)
+            out.add((step, tokens[i].text))
     return out
+
+
+def _repeats_phrase(tokens: Sequence[Token], position: int, length: int, asked: Sequence[Token],
+                    needle: Sequence[Token]) -> bool:
+    """Whether the occurrence repeats the question's own phrase: the same content word beside it on the
+    same side ("A rechargeable battery is ..." for "What is rechargeable battery a subclass of?"), where
+    "IBM developed ..." for "Who developed IBM Network ...?" has its neighbour on the other side."""
+    context: set[tuple[int, str]] = set()
+    for p in _find(asked, needle):
+        context |= _sided_neighbours(asked, p, len(needle))
+    return bool(_sided_neighbours(tokens, position, length) & context)
 
 
 def _echoes(tokens: Sequence[Token], position: int, length: int, asked: Sequence[Token], needle: Sequence[Token]) -> bool:
@@ -715,11 +748,24 @@ def question_options(question: str) -> Choice | None:
 def _answering_sentence(question: str, reply: str) -> str | None:
     """The reply's first sentence that says something beyond the question; None where none does."""
     asked = _question_words(question)
-    for sentence in sentences(reply):
+    replied = sentences(reply)
+    for sentence in replied:
         said = [t for t in _content(tokenize(sentence)) if not _asked(t.text, asked) and t.text not in _ANNOUNCING]
+        if said and sentence is replied[-1] and _cut_in_question_word(sentence, said[-1], asked):
+            said.pop()
         if said and not _says_nothing(sentence):
             return sentence
     return None
+
+
+def _cut_in_question_word(sentence: str, last: Token, asked: tuple[frozenset[str], frozenset[str]]) -> bool:
+    """Whether a sentence left unfinished (by the token limit) ends in the first letters of one of the
+    question's words ("... the western term" for "terminus", "in the 2003-200" for "2003-2004"): the
+    question repeated and cut off, not a word of its own."""
+    words = tokenize(sentence)
+    if not words or words[-1] != last or _ENDS_SENTENCE.search(sentence.rstrip()):
+        return False
+    return any(len(word) > len(last.text) and word.startswith(last.text) for word in asked[0])
 
 
 @lru_cache(maxsize=1 << 16)
@@ -893,9 +939,18 @@ def same_assertion(question: str, a: str, b: str) -> bool | None:
                 any(_same_name(y, x) for x in names_a) for y in names_b)
         if _same_name(names_a[0], names_b[0]):
             return True
+        if _only_qualifies(names_a, names_b) or _only_qualifies(names_b, names_a):
+            return False  # "Germany" / "Berlin, Germany": a coarser answer, not a shorter form of it
         if all(any(ch.isdigit() for ch in t.text) for t in names_a[0] + names_b[0]):
             return False  # two different numbers
     return None
+
+
+def _only_qualifies(x: Sequence[tuple[Token, ...]], y: Sequence[tuple[Token, ...]]) -> bool:
+    """Whether the first name of one slot is, in the other, only the qualifier of another name: the
+    other's first piece names something else, and a later piece names it ("Germany" in "Berlin,
+    Germany"). A fuller form of an answer keeps it first ("Paris, France" for "Paris")."""
+    return len(y) > 1 and not _same_name(x[0], y[0]) and any(_same_name(x[0], later) for later in y[1:])
 
 
 @lru_cache(maxsize=1 << 12)

@@ -56,6 +56,12 @@ _LETTER_PATTERNS = [
     re.compile(r"^\s*\(?([A-J])\s*[\).:]"),  # "B.", "B)", "(B)", "B:" at the start
     re.compile(r"\b(?:answer|option|choice)\s*(?:is|:)?\s*\(?([A-J])\b[\).:]?"),  # "the answer is B"
 ]
+# the strict rules' (since match@9): a letter stated as the answer also after "is:", and "Answer" in any case
+# ("The correct answer is: C", "Answer: C"), so a second answer offered is found
+_STRICT_LETTER_PATTERNS = [
+    *_LETTER_PATTERNS[:2],
+    re.compile(r"\b(?:(?i:answer)|option|choice)\s*(?:is\s*:?|:)?\s*\(?([A-J])\b[\).:]?"),
+]
 
 
 def extract_choice(answer: str, choices: Sequence[str], strict: bool = True) -> str | None:
@@ -75,7 +81,7 @@ def extract_choice(answer: str, choices: Sequence[str], strict: bool = True) -> 
     line = tokenize(answer.strip().split("\n", 1)[0])
     named = _named_options(line, choices)
     named = [x for x in named if not any(y != x and _inside(choices, x, y) for y in named)]
-    picked = {m.group(1) for pattern in _LETTER_PATTERNS for m in pattern.finditer(answer) if m.group(1) in letters}
+    picked = {m.group(1) for pattern in _STRICT_LETTER_PATTERNS for m in pattern.finditer(answer) if m.group(1) in letters}
     if picked:
         letter = picked.pop()
         agrees = not picked and set(named) <= {letter} and not _closer_to_another(line, letter, choices)
