@@ -48,7 +48,8 @@ BORN = "Who was born later, Marc De Clerck or Wieslaw Perszke?"
         ("What is the capital of France?", "Paris is the capital of France.", ["Paris"], True),
         ("What is the capital of France?", "The capital of France is not Paris.", ["Paris"], False),
         ("What is the capital of France?", "The answer to this question is:\n\nParis.", ["Paris"], True),
-        ("What is Yoko Ono's citizenship?", "Yoko Ono is a Japanese artist.", ["Japan"], False),  # a form alone
+        # the country's adjective answers a citizenship question (match@9, as the labelled sets have it)
+        ("What is Yoko Ono's citizenship?", "Yoko Ono is a Japanese artist.", ["Japan"], True),
         ("Which city is the capital of France?", "Parisian", ["Paris"], False),  # is not the name
         # yes / no
         ("Are Ian Brown and Dee Snider both singers?", "Yes, both are singers.", ["yes"], True),
@@ -315,6 +316,17 @@ def test_two_replies_that_choose_one_option_in_opposite_words_are_the_same_answe
          "The film that came out first, Alpha Road, is actually a film called Gamma Lane.", ["Alpha Road"], False),
         ("Which film came out first, Alpha Road or Beta Street?",
          "The film that came out first, Alpha Road, is a quiet drama called \"A", ["Alpha Road"], True),  # cut off
+        # a country's adjective answers a question that asks for a country, not one that asks for a city
+        ("What is Mika Tanaka's citizenship?", "Mika Tanaka is a Japanese painter.", ["Japan"], True),
+        ("Which city was Mika Tanaka born in?", "Mika Tanaka is a Japanese painter.", ["Japan"], False),
+        # an alias that ends in the kind of thing the question asks for, asserted without it
+        ("What language is spoken in Ruritania?", "The language spoken in Ruritania is Ruritanian.",
+         ["Ruritanian Language"], True),
+        ("Who starred in Hannah Montana?", "The show starred Hannah.", ["Hannah Montana"], False),  # a name's own word
+        # a first sentence that only remarks on the question's topic does not decide; the next one answers
+        ("Who developed Orbit OS?", "The development of Orbit OS was a big step in computing. It was developed by Acme.",
+         ["Acme"], True),
+        ("Who developed Orbit OS?", "Orbit OS was developed by a small team. It was later sold to Acme.", ["Acme"], False),
     ],
 )
 def test_asserts_gold_since_match_9(question, reply, gold, expected):

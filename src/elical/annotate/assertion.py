@@ -675,17 +675,51 @@ def asserts_gold(question: str, reply: str, aliases: Sequence[str]) -> bool:
     if picked is not None:
         choice, gold = picked
         return chosen_option(question, reply, choice) == gold
-    aliases += [form for a in aliases for form in _decade_years(a) + _plurals(a)]
+    aliases += [form for a in aliases for form in _decade_years(a) + _plurals(a) + _without_kind(a, question)]
     said = tokenize(reply)
-    if not any(contains(said, alias_tokens(a)) for a in aliases):
+    demonyms = _asks_nationality(question)  # "a Japanese actress" gives Japan as a citizenship
+    if not any(contains(said, alias_tokens(a)) or (demonyms and _found(said, alias_tokens(a))) for a in aliases):
         return False  # the alias itself is necessary ("Parisian" is no city); its forms count beside it
     asked = tokenize(question)
     for sentence in sentences(reply):
         if _sentence_asserts(question, sentence, aliases):
             return True
-        if _content([t for t in tokenize(sentence) if not _in(t, asked)]) and not _says_nothing(sentence):
+        if _content([t for t in tokenize(sentence) if not _in(t, asked)]) and not _says_nothing(sentence) \
+                and not _preamble(sentence, asked):
             return False  # the first sentence that says something decides
     return False
+
+
+def _preamble(sentence: str, asked: Sequence[Token]) -> bool:
+    """A sentence that only remarks on the question's topic before the answer ("The development of Windows
+    NT was a significant milestone in computing." for "Who developed Windows NT?"): its subject repeats
+    words of the question, and its predicate neither repeats one nor names anything (since match@9)."""
+    tokens = tokenize(sentence)
+    end = _subject_end(tokens)
+    if not end or not any(_in(t, asked) for t in _content(tokens[:end])):
+        return False
+    predicate = _content(tokens[end + 1 :])
+    return not any(_in(t, asked) or t.case != "lower" or any(map(str.isdigit, t.text)) for t in predicate)
+
+
+_NATIONALITY_WORDS = frozenset(["citizenship", "nationality"])
+
+
+def _asks_nationality(question: str) -> bool:
+    """Whether the question asks for a person's citizenship or nationality: then the country's adjective
+    answers it ("a Japanese actress" for Japan; since match@9), as it does not where a country is asked
+    for a place ("the Indian subcontinent" is no answer to "In which country is Mumbai?")."""
+    return any(t.text in _NATIONALITY_WORDS for t in tokenize(question))
+
+
+def _without_kind(alias: str, question: str) -> list[str]:
+    """A gold alias less the kind of thing that the question asks for, which it ends in ("English
+    Language" for "What language do they speak?" is asserted by "English"; since match@9)."""
+    words = alias.split()
+    asked = {t.text for t in tokenize(question) if t.case == "lower"}  # a common noun, not part of a name
+    if len(words) < 2 or words[-1].lower() not in asked or not words[-2][:1].isupper():
+        return []
+    return [" ".join(words[:-1])]
 
 
 _DECADE = re.compile(r"^\s*(?:the\s+)?(1[0-9]{2}|20[0-9])0'?s\s*$", re.IGNORECASE)
