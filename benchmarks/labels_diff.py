@@ -3,6 +3,7 @@ version bump): greedy correctness and sample consistency, per file and dataset, 
 positive under each and the Consis self-consistency targets' mean absolute change.
 
     python benchmarks/labels_diff.py OLD_DIR NEW_DIR      # each holds {train,eval}.parquet (labels_relabel.py's output)
+                                                          # or an `elical annotate` folder's records.parquet
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def main() -> None:
     print(f"# {args.old} vs {args.new} ({platform.node()})")
     print("| file | dataset | questions | greedy correct old | new | flips | consistent samples old | new | flips | mean abs change of Consis |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for name in ("train", "eval"):
+    for name in sorted(path.stem for path in args.old.glob("*.parquet")):
         old = {r.id: r for r in read_parquet(args.old / f"{name}.parquet") if not r.failed}
         new = {r.id: r for r in read_parquet(args.new / f"{name}.parquet") if not r.failed}
         groups: dict[str, list[tuple]] = defaultdict(list)
