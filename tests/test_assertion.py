@@ -327,6 +327,16 @@ def test_two_replies_that_choose_one_option_in_opposite_words_are_the_same_answe
         ("Who developed Orbit OS?", "The development of Orbit OS was a big step in computing. It was developed by Acme.",
          ["Acme"], True),
         ("Who developed Orbit OS?", "Orbit OS was developed by a small team. It was later sold to Acme.", ["Acme"], False),
+        # "Do A and B share the same X?" answered by the one X named for both: yes
+        ("Do Ann Lee and Bo Chen have the same nationality?", "Ann Lee and Bo Chen are both from Canada.", ["yes"], True),
+        ("Are Alpha Mill and Beta Barn located in the same country?", "They are all located in the Netherlands.",
+         ["yes"], True),
+        ("Do Ann Lee and Bo Chen have the same nationality?", "Ann Lee and Bo Chen are both Canadian.", ["yes"], True),
+        ("Do Ann Lee and Bo Chen have the same nationality?", "They are both from Canada.", ["no"], False),
+        # a name that qualifies a noun names no shared country
+        ("Are Alpha Mill and Beta Barn located in the same country?",
+         "Alpha Mill and Beta Barn are both located in the Iberian peninsula.", ["yes"], False),
+        ("Do both films have directors from the same country?", "They are both French films.", ["yes"], False),
     ],
 )
 def test_asserts_gold_since_match_9(question, reply, gold, expected):
@@ -365,3 +375,15 @@ PORT = "In what city was the Rhine harbour of the Lower Delta Company built?"
 )
 def test_consistency_since_answer_8(question, a, b, expected):
     assert compare_query(JudgeQuery("consistency", question, a, (b,))).decision is expected
+
+
+def test_an_option_with_a_title_set_off_by_commas_is_one_option():
+    """"Who lived longer, A B, 1st Earl of C or D E?" offers "A B, 1st Earl of C" and "D E" (match@9)."""
+    question = "Who lived longer, Tomas Vero, 1St Earl Of Lanmark or Piet Hals?"
+    options = question_options(question)
+    assert options is not None and [" ".join(t.text for t in o) for o in options.options] == [
+        "tomas vero 1st earl of lanmark", "piet hals"]
+    same = JudgeQuery("consistency", question, "Tomas Vero lived longer than Piet Hals.",
+                      ("Tomas Vero lived longer than Piet Hals.",))
+    assert compare_query(same).decision is True
+    assert asserts_gold(question, "Tomas Vero lived longer than Piet Hals.", ["Tomas Vero, 1St Earl Of Lanmark"])

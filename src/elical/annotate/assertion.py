@@ -42,7 +42,10 @@ the alias fills the answer's slot of the question. The rules, each general:
    the Philippines", "Ghana or Togo") counts only if every member is a gold alias.
 
 A yes/no gold is asserted by the reply's first "yes" or "no" (unless its sentence takes it back: "No,
-it is not possible to answer"), else by a sentence that restates the question's claim (negated: "no"). A decade is asserted by its years, a common noun by its plural. The
+it is not possible to answer"), else by a sentence that restates the question's claim (negated: "no"), or
+(match@9) answers "Do A and B share the same X?" by naming the one X both have ("A and B are both from
+Spain."). An option that is a name and a title set off by commas ("Who lived longer, A, 1st Earl of B or
+C?") is one option (match@9). A decade is asserted by its years, a common noun by its plural. The
 rules read the reply's sentences
 up to the first that says something beyond the question (an announcement such as "The answer to this
 question is:" is read past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
@@ -656,12 +659,32 @@ def _polarity(question: str, reply: str) -> str | None:
         return None
     claim = [t for t in asked[1:] if t.case == "lower" and t.text not in FUNCTION_WORDS | _CLAIM_JOINS]
     tokens = tokenize(first[0])
+    texts = [t.text for t in tokens]
+    negated = any(w in _NEGATIONS or (w == "t" and i and texts[i - 1].endswith("n")) for i, w in enumerate(texts))
+    if _names_shared_value(asked, first[0]):
+        return None if negated else "yes"
     predicate = tokens[_subject_end(tokens) or len(tokens) :]  # the claim ends what the sentence says
     if not claim or not all(_in(t, tokens) for t in claim) or not _in(claim[-1], predicate):
         return None
-    texts = [t.text for t in tokens]
-    negated = any(w in _NEGATIONS or (w == "t" and i and texts[i - 1].endswith("n")) for i, w in enumerate(texts))
     return "no" if negated else "yes"
+
+
+_SHARED_VALUE = re.compile(
+    r"\b(?:both|all)\s+(?:(?:located|based|born)\s+)?(?:in|from)\s+(?:the\s+)?((?:[A-Z][\w'’.-]*\s*)+?)\s*(?=$|[.,;:!?]|\s(?:and|but)\b)"
+    r"|\b(?:both|all)\s+([A-Z][\w'’-]*)\s*(?=$|[.!?])"
+)
+
+
+def _names_shared_value(asked: Sequence[Token], sentence: str) -> bool:
+    """Whether a sentence answers "Do A and B share the same X?" by naming the one X they both have: "both"
+    (or "all") from or in a name that ends the phrase ("A and B are both from Spain.", "... are all from the
+    United States"), or a name alone that ends the sentence ("... are both African-American."); not a name
+    that qualifies a noun ("both located in the Indian subcontinent", "both French films"). Since match@9."""
+    if not any(t.text == "same" for t in asked):
+        return False
+    found = _SHARED_VALUE.search(sentence)
+    named = tokenize((found.group(1) or found.group(2)) if found else "")
+    return bool(named) and not all(_in(t, asked) for t in named)
 
 
 def asserts_gold(question: str, reply: str, aliases: Sequence[str]) -> bool:
@@ -764,6 +787,10 @@ _NO_ANSWER = re.compile(
 )
 
 
+# a name and a title set off by commas right before an option's last part ("..., Emilio Drake, 1st Marquess of ...")
+_TITLED = re.compile(r"\w[^,]*,\s*([^,]+?),\s*$")
+
+
 @lru_cache(maxsize=1 << 12)
 def question_options(question: str) -> Choice | None:
     """The two alternatives a question offers ("..., A or B?"), found without the gold answer; None
@@ -772,7 +799,9 @@ def question_options(question: str) -> Choice | None:
         before = _NAME_END.search(question[: joined.start()])
         after = _NAME.match(question[joined.end() :])
         if before and after and before.group().strip() and after.group().strip():
-            left, right = alias_tokens(before.group().strip()), alias_tokens(after.group().strip())
+            titled = _TITLED.search(question[: before.start()])  # "Who lived longer, A, 1st Marquess of B or C?"
+            first = f"{titled.group(1)}, {before.group().strip()}" if titled and _NAME.fullmatch(titled.group(1)) else before.group()
+            left, right = alias_tokens(first.strip()), alias_tokens(after.group().strip())
             if left and right and left != right:
                 return _make_choice((left, right), question)
     return None
