@@ -348,6 +348,7 @@ def test_asserts_gold_since_match_9(question, reply, gold, expected):
     [
         ("B.fission\n\nThe correct answer is:\nC.fusion", None),  # a second letter offered as the answer
         ("B.fission\nAnswer: C", None),
+        ("B.fission\nC) fusion", None),  # a second letter at the start of a later line
         ("B.fission\n\nOption C is often confused with it.", "B"),  # a letter in passing offers no answer
     ],
 )
@@ -387,3 +388,14 @@ def test_an_option_with_a_title_set_off_by_commas_is_one_option():
                       ("Tomas Vero lived longer than Piet Hals.",))
     assert compare_query(same).decision is True
     assert asserts_gold(question, "Tomas Vero lived longer than Piet Hals.", ["Tomas Vero, 1St Earl Of Lanmark"])
+
+
+def test_where_or_when_the_role_of_x_was_born_nests_who_the_role_is():
+    """"Where was the director of film X born?" nests "Who is the director of film X?" (answer@8)."""
+    question = "Where was the director of film Blue Harbour (1961 Film) born?"
+    assert nested_question(question) == (("born",), ("director", "film", "blue", "harbour", "1961", "film"))
+    assert answers_inner_question(question, "The director of film Blue Harbour (1961 Film) was Ian Roe.")
+    assert not answers_inner_question(question, "The director of film Blue Harbour (1961 Film) was born in Leeds.")
+    same = JudgeQuery("consistency", question, "The director of film Blue Harbour (1961 Film) was Ian Roe.",
+                      ("The director of film Blue Harbour (1961 Film) was Ian Roe.",))
+    assert compare_query(same).decision is False

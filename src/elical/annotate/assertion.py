@@ -54,7 +54,8 @@ answered by a yes or a no alone (answer@5), a reply cut off by the token limit r
 answer it introduces ("The seminar was held at the") asserts none. The answer judge (since answer@6)
 also reads a reply that answers the inner question of a nested one as asserting none
 (:func:`answers_inner_question`: "The state where Shringarpur is located is India." for "Who was in
-charge of the state where Shringarpur is located?"). Since answer@8, a reply cut off by the token limit in
+charge of the state where Shringarpur is located?"; since answer@8 also "The director of film X was Y." for
+"Where was the director of film X born?"). Since answer@8, a reply cut off by the token limit in
 the first letters of a word of the question ("... the western term" for "terminus") says nothing with that
 fragment, and a name that one answer gives first and the other only as the qualifier of another name
 ("Germany" / "Berlin, Germany") is a coarser answer, not the same one ("Paris" / "Paris, France" keeps it
@@ -848,6 +849,9 @@ def gives_no_answer(question: str, reply: str) -> bool:
 # a noun phrase described by a clause of its own: "the state where ...", "the country that ..."
 _NESTED = re.compile(r"\b(?:the|a|an)\s+(?:[\w'’-]+\s+){0,3}?(?:where|that|which|whose|who|whom)\b", re.IGNORECASE)
 _WH_WORDS = frozenset(["what", "which", "who", "whom", "whose", "where", "when", "why", "how"])
+# where or when something happened to "the <role> of X": the question nests "who is the <role> of X?"
+_ASKED_OF = re.compile(r"^\s*((?:where|when)\s+(?:was|were|did|does|is))\s+(the\s+\w+\s+of\s+.+?)\s+"
+                       r"(born|die|died|work|worked|live|lived|study|studied|graduate|graduated)\s*\??\s*$", re.IGNORECASE)
 
 
 @lru_cache(maxsize=1 << 12)
@@ -856,6 +860,11 @@ def nested_question(question: str) -> tuple[tuple[str, ...], tuple[str, ...]] | 
     something of a noun phrase that a clause of its own describes ("Who was in charge of | the state
     where Shringarpur is located?"); None for other questions, and where the outer part has no word of
     its own ("What is | the city where ...?" asks for the noun phrase itself)."""
+    asked_of = _ASKED_OF.match(question)  # "Where was | the director of film X | born?" (since answer@8)
+    if asked_of:
+        outer, inner = (tuple(t.text for t in _content(tokenize(part)) if t.text not in _WH_WORDS)
+                        for part in (asked_of.group(1) + " " + asked_of.group(3), asked_of.group(2)))
+        return (outer, inner) if outer and inner else None
     found = _NESTED.search(question)
     if found is None or found.start() == 0:
         return None

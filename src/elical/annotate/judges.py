@@ -56,10 +56,12 @@ _LETTER_PATTERNS = [
     re.compile(r"^\s*\(?([A-J])\s*[\).:]"),  # "B.", "B)", "(B)", "B:" at the start
     re.compile(r"\b(?:answer|option|choice)\s*(?:is|:)?\s*\(?([A-J])\b[\).:]?"),  # "the answer is B"
 ]
-# the strict rules' (since match@9): a letter stated as the answer also after "is:", and "Answer" in any case
-# ("The correct answer is: C", "Answer: C"), so a second answer offered is found
+# the strict rules' (since match@9): a letter stated as the answer also after "is:", "Answer" in any case
+# ("The correct answer is: C", "Answer: C") and a letter that starts a later line ("B.x\nD.y"), so a second
+# answer offered is found
 _STRICT_LETTER_PATTERNS = [
-    *_LETTER_PATTERNS[:2],
+    _LETTER_PATTERNS[0],
+    re.compile(r"^\s*\(?([A-J])\s*[\).:]", re.MULTILINE),  # "B." also at the start of a later line
     re.compile(r"\b(?:(?i:answer)|option|choice)\s*(?:is\s*:?|:)?\s*\(?([A-J])\b[\).:]?"),
 ]
 
