@@ -333,6 +333,11 @@ def test_two_replies_that_choose_one_option_in_opposite_words_are_the_same_answe
          ["yes"], True),
         ("Do Ann Lee and Bo Chen have the same nationality?", "Ann Lee and Bo Chen are both Canadian.", ["yes"], True),
         ("Do Ann Lee and Bo Chen have the same nationality?", "They are both from Canada.", ["no"], False),
+        # a "no" taken back by a later sentence that restates the claim of both; a sentence on one of them does not
+        ("Are Ann Lee and Bo Chen both pilots?", "No, Ann Lee and Bo Chen are not pilots. They are both pilots.",
+         ["no"], False),
+        ("Are Ann Lee and Bo Chen both pilots?", "No, they are not both pilots. Ann Lee is a pilot and Bo Chen is",
+         ["no"], True),
         # a name that qualifies a noun names no shared country
         ("Are Alpha Mill and Beta Barn located in the same country?",
          "Alpha Mill and Beta Barn are both located in the Iberian peninsula.", ["yes"], False),

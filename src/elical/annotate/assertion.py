@@ -645,24 +645,45 @@ _WITHDRAWN = re.compile(
 
 @lru_cache(maxsize=1 << 16)
 def _polarity(question: str, reply: str) -> str | None:
-    """The reply's answer to a yes/no question: its first "yes" or "no"; else, where its first sentence
-    restates the question's claim (every lower-case content word of the question after its auxiliary,
-    in some form, the last in the sentence's predicate: "San Francesco, Pisa and Pistoia are located
-    in the same country"), "yes", or "no" where that sentence is negated."""
+    """The reply's answer to a yes/no question: its first "yes" or "no", unless a later sentence restates
+    the question's claim in the opposite sense ("No, they are not both actors. They are both actors ...":
+    since match@9 / answer@8); else, where its first sentence restates the question's claim (every
+    lower-case content word of the question after its auxiliary, in some form, the last in the sentence's
+    predicate: "San Francesco, Pisa and Pistoia are located in the same country"), "yes", or "no" where that
+    sentence is negated."""
     said = sentences(reply)
-    for sentence in said:
+    asked = tokenize(question)
+    for k, sentence in enumerate(said):
         polar = next((t.text for t in tokenize(sentence) if t.text in ("yes", "no")), None)
         if polar is not None:  # "No, the answer is not possible to give" withdraws its "no"
-            return None if _WITHDRAWN.search(sentence) and not _WITHDRAWN.search(question) else polar
-    first = said[:1]
-    asked = tokenize(question)
-    if not first or not asked or asked[0].text not in _YES_NO_START:
+            if _WITHDRAWN.search(sentence) and not _WITHDRAWN.search(question):
+                return None
+            taken_back = any(_claim_polarity(asked, later) not in (None, polar)
+                             for later in said[k + 1 :] if _of_all_asked(asked, later))
+            return None if taken_back else polar
+    if not said or not asked or asked[0].text not in _YES_NO_START:
         return None
+    return _claim_polarity(asked, said[0])
+
+
+def _of_all_asked(asked: Sequence[Token], sentence: str) -> bool:
+    """Whether a sentence speaks of everything the question names: "they" or "both", or a subject that holds
+    every name of the question (not "A is a British actor and B is ..." for "Are A and B both actors?")."""
+    tokens = tokenize(sentence)
+    if any(t.text in ("they", "both", "neither") for t in tokens):
+        return True
+    subject = tokens[: _subject_end(tokens)]
+    return all(_in(t, subject) for t in asked[1:] if t.case != "lower")
+
+
+def _claim_polarity(asked: Sequence[Token], sentence: str) -> str | None:
+    """ "yes" where a sentence restates the question's claim (see :func:`_polarity`) or names the one value
+    two things share (:func:`_names_shared_value`), "no" where it restates the claim negated, else None."""
     claim = [t for t in asked[1:] if t.case == "lower" and t.text not in FUNCTION_WORDS | _CLAIM_JOINS]
-    tokens = tokenize(first[0])
+    tokens = tokenize(sentence)
     texts = [t.text for t in tokens]
     negated = any(w in _NEGATIONS or (w == "t" and i and texts[i - 1].endswith("n")) for i, w in enumerate(texts))
-    if _names_shared_value(asked, first[0]):
+    if _names_shared_value(asked, sentence):
         return None if negated else "yes"
     predicate = tokens[_subject_end(tokens) or len(tokens) :]  # the claim ends what the sentence says
     if not claim or not all(_in(t, tokens) for t in claim) or not _in(claim[-1], predicate):
