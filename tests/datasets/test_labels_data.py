@@ -66,3 +66,15 @@ def test_consistency_rules_on_held_out_real_outputs():
     old = weighted("paper_consistency_test.jsonl", MentionJudge())
     assert quality["error"] < 0.07 and quality["precision"] > 0.75  # measured 5.5 % and 80.6 %
     assert old["precision"] < 0.4  # the rules up to match@3: 26.2 %
+
+
+def test_the_fourth_and_fifth_draws_do_not_fall_back():
+    """The fresh draws of issue 21's fourth round (benchmarks/results/label_quality_cpu.md): match@9 / answer@8's
+    rules, written partly on them, keep their measured quality; and beat the rules up to match@3."""
+    correctness = weighted("paper_correctness_test4.jsonl", MatchJudge())
+    consistency = weighted("paper_consistency_test4.jsonl", MatchJudge())
+    assert correctness["error"] < 0.04 and correctness["precision"] > 0.75  # measured 3.5 % and 79.9 %
+    assert consistency["error"] < 0.03 and consistency["precision"] > 0.78  # measured 2.7 % and 81.0 %
+    fifth = weighted("paper_correctness_dev5.jsonl", MatchJudge())
+    assert fifth["error"] < 0.02 and fifth["precision"] > 0.9  # measured 1.4 % and 94.0 %
+    assert weighted("paper_correctness_dev5.jsonl", MentionJudge())["precision"] < 0.6
