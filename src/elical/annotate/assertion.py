@@ -22,8 +22,8 @@ the alias fills the answer's slot of the question. The rules, each general:
    the question's comparison ("A is the first film to feature a Welsh cast"), nor is a "than" that
    compares in another sense ("A is more resilient than B") or an option with itself. An option denied
    ("A is not the one") or described as a third name ("The film with the older director, A, is C", "A is
-   actually a film called C": match@9) is not chosen; an option named without the comparison is chosen only where the rest of the sentence
-   announces it ("The film is A.", "A is the answer"), in a sentence finished before the token limit
+   actually a film called C": match@9) is not chosen; an option named without the comparison is chosen
+   only where the rest of the sentence announces it ("The film is A.", "A is the answer"), in a sentence finished before the token limit
    ("A was born" chooses nothing for "who was born first"). A later sentence that chooses the other
    option contradicts the first. The reply is right only if it chooses the gold option.
 2. **Restated, not answered.** An alias that the question itself names is found in any reply that
@@ -470,9 +470,9 @@ def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str]
     called = [i for i in range(end + 1, min(end + 7, len(tokens))) if tokens[i].text in _CALLED]
     if called:  # "A is actually a film called C" (since match@9)
         start = called[0] + 2 if called[0] + 1 < len(tokens) and tokens[called[0] + 1].text == "the" else called[0] + 1
-        name = list(itertools.takewhile(lambda t: t.case != "lower", tokens[start:]))
-        whole = len(name) > 1 or (len(name) == 1 and len(name[0].text) > 1)  # not a cut-off "A"
-        return whole and any(t.text not in option_words for t in name)
+        called_name = list(itertools.takewhile(lambda t: t.case != "lower", tokens[start:]))
+        whole = len(called_name) > 1 or (len(called_name) == 1 and len(called_name[0].text) > 1)  # not a cut "A"
+        return whole and any(t.text not in option_words for t in called_name)
     start = end + 2 if tokens[end + 1].text == "the" else end + 1
     name: list[Token] = []
     for token in tokens[start:]:
@@ -692,8 +692,9 @@ def _claim_polarity(asked: Sequence[Token], sentence: str) -> str | None:
 
 
 _SHARED_VALUE = re.compile(
-    r"\b(?:both|all)\s+(?:(?:located|based|born)\s+)?(?:in|from)\s+(?:the\s+)?((?:[A-Z][\w'’.-]*\s*)+?)\s*(?=$|[.,;:!?]|\s(?:and|but)\b)"
-    r"|\b(?:both|all)\s+([A-Z][\w'’-]*)\s*(?=$|[.!?])"
+    r"\b(?:both|all)\s+(?:(?:located|based|born)\s+)?(?:in|from)\s+(?:the\s+)?"  # "both (located) in the"
+    r"((?:[A-Z][\w'’.-]*\s*)+?)\s*(?=$|[.,;:!?]|\s(?:and|but)\b)"  # a name that ends the phrase
+    r"|\b(?:both|all)\s+([A-Z][\w'’-]*)\s*(?=$|[.!?])"  # "both African-American."
 )
 
 
@@ -821,8 +822,10 @@ def question_options(question: str) -> Choice | None:
         before = _NAME_END.search(question[: joined.start()])
         after = _NAME.match(question[joined.end() :])
         if before and after and before.group().strip() and after.group().strip():
+            first = before.group()
             titled = _TITLED.search(question[: before.start()])  # "Who lived longer, A, 1st Marquess of B or C?"
-            first = f"{titled.group(1)}, {before.group().strip()}" if titled and _NAME.fullmatch(titled.group(1)) else before.group()
+            if titled and _NAME.fullmatch(titled.group(1)):
+                first = f"{titled.group(1)}, {first.strip()}"
             left, right = alias_tokens(first.strip()), alias_tokens(after.group().strip())
             if left and right and left != right:
                 return _make_choice((left, right), question)
@@ -871,8 +874,9 @@ def gives_no_answer(question: str, reply: str) -> bool:
 _NESTED = re.compile(r"\b(?:the|a|an)\s+(?:[\w'’-]+\s+){0,3}?(?:where|that|which|whose|who|whom)\b", re.IGNORECASE)
 _WH_WORDS = frozenset(["what", "which", "who", "whom", "whose", "where", "when", "why", "how"])
 # where or when something happened to "the <role> of X": the question nests "who is the <role> of X?"
-_ASKED_OF = re.compile(r"^\s*((?:where|when)\s+(?:was|were|did|does|is))\s+(the\s+\w+\s+of\s+.+?)\s+"
-                       r"(born|die|died|work|worked|live|lived|study|studied|graduate|graduated)\s*\??\s*$", re.IGNORECASE)
+_ASKED_OF = re.compile(
+    r"^\s*((?:where|when)\s+(?:was|were|did|does|is))\s+(the\s+\w+\s+of\s+.+?)\s+"
+    r"(born|die|died|work|worked|live|lived|study|studied|graduate|graduated)\s*\??\s*$", re.IGNORECASE)
 
 
 @lru_cache(maxsize=1 << 12)
