@@ -373,6 +373,7 @@ PORT = "In what city was the Rhine harbour of the Lower Delta Company built?"
         ("The Old Mill is a 1920 silent film shot in a town that is the northern terminus of what?",
          "The Old Mill is a 1920 silent film shot in a town that is the northern term",
          "The Old Mill is a 1920 silent film shot in a town that is the northern term", False),
+        ("Which university did Ana Lee attend?", "D", "D", True),  # a short answer, not a cut-off "did"
         # a name given first by one answer and only as the other's qualifier: a coarser answer (answer@8)
         (PORT, "It was built in Germany.", "It was built in the city of Duisburg, Germany.", False),
         (PORT, "It was built in Duisburg.", "It was built in Duisburg, Germany.", True),

@@ -851,8 +851,8 @@ def _cut_in_question_word(sentence: str, last: Token, asked: tuple[frozenset[str
     question's words ("... the western term" for "terminus", "in the 2003-200" for "2003-2004"): the
     question repeated and cut off, not a word of its own."""
     words = tokenize(sentence)
-    if not words or words[-1] != last or _ENDS_SENTENCE.search(sentence.rstrip()):
-        return False
+    if len(words) < 2 or len(last.text) < 3 or words[-1] != last or _ENDS_SENTENCE.search(sentence.rstrip()):
+        return False  # a reply of one word, or of a letter or two ("D"), is no cut-off restatement
     return any(len(word) > len(last.text) and word.startswith(last.text) for word in asked[0])
 
 
