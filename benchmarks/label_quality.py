@@ -8,7 +8,10 @@ on the *_dev sets (match@4, answer@3), then on *_dev2 (match@5, answer@4) and *_
 each the previous version's held-out set. The paper_*_test sets are the third held-out draw: answers to
 fresh questions (benchmarks/labels_fresh_questions.py, labels_fresh_gpu.sh), drawn by match@6 / answer@5
 and scaled to the run's dataset sizes (labels_fresh_draw.py --sizes-from), labelled blind after those
-rules were written; the short_* sets were never looked at while writing rules.
+rules were written; the short_* sets were never looked at while writing rules (until match@9). The
+paper_*_test4 sets are the fourth draw (fresh questions again, drawn by match@8 / answer@7, scored whole before
+anyone read them, then split by question with labels_split.py: one half for writing match@9 / answer@8, the other
+held out); paper_*_dev5 the fifth, drawn by draft match@9 / answer@8 from the same generations, for writing rules.
 
     python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
 """
