@@ -18,8 +18,12 @@ Fourth round: the run's records were no longer at hand, so `--sizes-from-sheets`
 in the run from a labelled sheet drawn from it (the sum of its items' weights is the stratum sizes it was scaled
 to), and `--per-stratum` draws more items per stratum (smaller weights, narrower intervals):
 
-    python benchmarks/labels_fresh_draw.py RELABELLED OUT.jsonl --seed 39 --per-stratum 60 \
-        --sizes-from-sheets tests/data/labels/paper_consistency_test.jsonl tests/data/labels/paper_correctness_test.jsonl
+    python benchmarks/labels_fresh_draw.py RELABELLED cons.jsonl --seed 39 --per-stratum 40 --tasks consistency \
+        --sizes-from-sheets tests/data/labels/paper_consistency_test.jsonl
+    python benchmarks/labels_fresh_draw.py RELABELLED corr.jsonl --seed 39 --per-stratum 20 --tasks correctness \
+        --sizes-from-sheets tests/data/labels/paper_correctness_test.jsonl
+
+(the fifth draw: the same from the fourth's records relabelled by draft match@9 / answer@8, --seed 41, 40 and 25.)
 """
 
 from __future__ import annotations
