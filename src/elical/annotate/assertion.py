@@ -555,7 +555,7 @@ def _sentence_asserts(question: str, sentence: str, aliases: Sequence[str]) -> b
                 continue
             subject = position < subject_end
             if subject and (not restates or (in_question and (
-                    not echo_in_predicate or _repeats_phrase(tokens, position, len(needle), asked, needle)))):
+                    not echo_in_predicate or _echoes(tokens, position, len(needle), asked, needle, same_side=True)))):
                 continue  # since match@9, a subject that repeats the question's phrase is not answered by its predicate
             span = spans[k] if len(spans) > k else None
             echo = not subject and _echoes(tokens, position, len(needle), asked, needle)  # subject: see above
@@ -596,14 +596,9 @@ def _inside_longer_name(tokens: Sequence[Token], position: int, length: int, sen
     return name_after or (position > 0 and named(position - 1)) or of_name  # "the University of Cambridge"
 
 
-def _neighbours(tokens: Sequence[Token], position: int, length: int) -> set[str]:
-    """The words next to a span on each side, looking past the little words inside names ("Battle of
-    Waterloo": "battle"), not past prepositions ("developed by Intel": none)."""
-    return {word for _, word in _sided_neighbours(tokens, position, length)}
-
-
-def _sided_neighbours(tokens: Sequence[Token], position: int, length: int) -> set[tuple[int, str]]:
-    """:func:`_neighbours`, each with its side (-1 before the span, 1 after it)."""
+def _neighbours(tokens: Sequence[Token], position: int, length: int) -> set[tuple[int, str]]:
+    """The words next to a span on each side, with the side (-1 before, 1 after), looking past the little
+    words inside names ("Battle of Waterloo": "battle"), not past prepositions ("developed by Intel": none)."""
     out: set[tuple[int, str]] = set()
     for step, start in ((-1, position - 1), (1, position + length)):
         i = start
@@ -614,23 +609,19 @@ def _sided_neighbours(tokens: Sequence[Token], position: int, length: int) -> se
     return out
 
 
-def _repeats_phrase(tokens: Sequence[Token], position: int, length: int, asked: Sequence[Token],
-                    needle: Sequence[Token]) -> bool:
-    """Whether the occurrence repeats the question's own phrase: the same content word beside it on the
-    same side ("A rechargeable battery is ..." for "What is rechargeable battery a subclass of?"), where
-    "IBM developed ..." for "Who developed IBM Network ...?" has its neighbour on the other side."""
+def _echoes(tokens: Sequence[Token], position: int, length: int, asked: Sequence[Token], needle: Sequence[Token],
+            same_side: bool = False) -> bool:
+    """Whether the occurrence sits next to the same content word as the alias does in the question; with
+    ``same_side``, on the same side, so it repeats the question's own phrase ("A rechargeable battery is ..."
+    for "What is rechargeable battery a subclass of?", where "IBM developed ..." for "Who developed IBM
+    Network ...?" has its neighbour on the other side)."""
     context: set[tuple[int, str]] = set()
     for p in _find(asked, needle):
-        context |= _sided_neighbours(asked, p, len(needle))
-    return bool(_sided_neighbours(tokens, position, length) & context)
-
-
-def _echoes(tokens: Sequence[Token], position: int, length: int, asked: Sequence[Token], needle: Sequence[Token]) -> bool:
-    """Whether the occurrence sits next to the same content word as the alias does in the question."""
-    context: set[str] = set()
-    for p in _find(asked, needle):
         context |= _neighbours(asked, p, len(needle))
-    return bool(_neighbours(tokens, position, length) & context)
+    here = _neighbours(tokens, position, length)
+    if same_side:
+        return bool(here & context)
+    return bool({word for _, word in here} & {word for _, word in context})
 
 
 _CLAIM_JOINS = frozenset(["and", "or", "both", "either", "all"])  # words a restated claim may drop
@@ -886,15 +877,14 @@ def nested_question(question: str) -> tuple[tuple[str, ...], tuple[str, ...]] | 
     where Shringarpur is located?"); None for other questions, and where the outer part has no word of
     its own ("What is | the city where ...?" asks for the noun phrase itself)."""
     asked_of = _ASKED_OF.match(question)  # "Where was | the director of film X | born?" (since answer@8)
+    found = None if asked_of else _NESTED.search(question)
     if asked_of:
-        outer, inner = (tuple(t.text for t in _content(tokenize(part)) if t.text not in _WH_WORDS)
-                        for part in (asked_of.group(1) + " " + asked_of.group(3), asked_of.group(2)))
-        return (outer, inner) if outer and inner else None
-    found = _NESTED.search(question)
-    if found is None or found.start() == 0:
+        parts = (f"{asked_of.group(1)} {asked_of.group(3)}", asked_of.group(2))
+    elif found is not None and found.start() > 0:
+        parts = (question[: found.start()], question[found.start() :])
+    else:
         return None
-    outer, inner = (tuple(t.text for t in _content(tokenize(part)) if t.text not in _WH_WORDS)
-                    for part in (question[: found.start()], question[found.start() :]))
+    outer, inner = (tuple(t.text for t in _content(tokenize(part)) if t.text not in _WH_WORDS) for part in parts)
     return (outer, inner) if outer and inner else None
 
 
