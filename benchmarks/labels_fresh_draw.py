@@ -24,6 +24,15 @@ to), and `--per-stratum` draws more items per stratum (smaller weights, narrower
         --sizes-from-sheets tests/data/labels/paper_correctness_test.jsonl
 
 (the fifth draw: the same from the fourth's records relabelled by draft match@9 / answer@8, --seed 41, 40 and 25.)
+
+Sixth round: `--per-negative` and `--negatives-total` draw more items from the strata of negative decisions, the
+largest most, as they hold most of the population (a
+2WikiMultihopQA judged-wrong item of the fourth draw weighed half a point of the error):
+
+    python benchmarks/labels_fresh_draw.py RELABELLED cons.jsonl --seed 43 --per-stratum 40 --per-negative 50 \
+        --negatives-total 600 --tasks consistency --sizes-from-sheets tests/data/labels/paper_consistency_test.jsonl
+    python benchmarks/labels_fresh_draw.py RELABELLED corr.jsonl --seed 43 --per-stratum 25 --per-negative 50 \
+        --negatives-total 600 --tasks correctness --sizes-from-sheets tests/data/labels/paper_correctness_test.jsonl
 """
 
 from __future__ import annotations
@@ -57,6 +66,27 @@ def sheet_population(sheets: list[Path], task: str) -> Counter:
     return Counter({d: round(n) for d, n in sizes.items()})
 
 
+def first_of_each(drawn: list, target: dict) -> list:
+    """The first target[stratum] drawn items of each stratum: draw's order is nested, so they are its draw of
+    that size."""
+    kept, seen = [], Counter()
+    for cand, _ in drawn:
+        if seen[cand.stratum] < target[cand.stratum]:
+            seen[cand.stratum] += 1
+            kept.append(cand)
+    return kept
+
+
+def targets(sizes: Counter, per_stratum: int, per_negative: int | None, negatives_total: int) -> dict:
+    """Items to draw per stratum: per_stratum from positive decisions; from negative ones per_negative, or
+    negatives_total shared in proportion to the strata's sizes where that is more (the largest strata decide
+    most of the error)."""
+    negative = {s: n for s, n in sizes.items() if s.endswith("/0")}
+    floor = per_stratum if per_negative is None else per_negative
+    share = {s: round(negatives_total * n / sum(negative.values())) for s, n in negative.items()}
+    return {s: max(floor, share[s]) if s in negative else per_stratum for s in sizes}
+
+
 def labelled_items(folder: Path) -> set[str]:
     return {json.loads(line)["item"] for path in folder.glob("*.jsonl")
             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
@@ -71,6 +101,10 @@ def main() -> None:
     parser.add_argument("--sizes-from", type=Path, default=None)
     parser.add_argument("--sizes-from-sheets", type=Path, nargs="+", default=None)
     parser.add_argument("--per-stratum", type=int, default=None, help="items per stratum (default: the first round's)")
+    parser.add_argument("--per-negative", type=int, default=None,
+                        help="items per stratum of negative decisions (default: --per-stratum)")
+    parser.add_argument("--negatives-total", type=int, default=0,
+                        help="items shared among negative strata in proportion to their sizes (at least --per-negative each)")
     parser.add_argument("--tasks", nargs="+", default=list(PER_STRATUM))
     args = parser.parse_args()
     seen = labelled_items(args.labelled)
@@ -81,14 +115,16 @@ def main() -> None:
     rows = []
     for task in args.tasks:
         pool = [c for c in candidates(records, (task,)) if c.item not in seen]
-        drawn = draw(pool, args.per_stratum or PER_STRATUM[task], args.seed)
+        sizes = Counter(c.stratum for c in pool)
         if scaled:  # each stratum's size scaled to its dataset's size in the run, a whole number
             fresh = population(records, task)
             sizes_in_run = population(run, task) if run is not None else sheet_population(args.sizes_from_sheets, task)
             scale = {d: size / fresh[d] for d, size in sizes_in_run.items()}
-            sizes = Counter(c.stratum for c in pool)
-            picked = Counter(c.stratum for c, _ in drawn)
-            drawn = [(c, round(sizes[c.stratum] * scale[c.record.dataset]) / picked[c.stratum]) for c, _ in drawn]
+            sizes = Counter({s: round(n * scale[s.split("/")[1]]) for s, n in sizes.items()})
+        target = targets(sizes, args.per_stratum or PER_STRATUM[task], args.per_negative, args.negatives_total)
+        kept = first_of_each(draw(pool, max(target.values()), args.seed), target)
+        picked = Counter(c.stratum for c in kept)
+        drawn = [(c, sizes[c.stratum] / picked[c.stratum]) for c in kept]
         rows += [sheet_row(c, w, judges[task]) | {"prompt_style": "paper"} for c, w in drawn]
     write_sheet(rows, args.out)
     print(f"{len(rows)} items ({len(seen)} labelled items left out of the pool) -> {args.out}")
