@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@9 and answer@8).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@10 and answer@9).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -152,7 +152,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@9" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@10" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -382,6 +382,66 @@ PORT = "In what city was the Rhine harbour of the Lower Delta Company built?"
 )
 def test_consistency_since_answer_8(question, a, b, expected):
     assert compare_query(JudgeQuery("consistency", question, a, (b,))).decision is expected
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # a hyphenated pair of names gives two: right only if both are gold, as a list is (match@10)
+        ("What nationality is the director of film Quiet Bay?", "The director of Quiet Bay is a Canadian-American actor.",
+         ["Canadian"], False),
+        ("What nationality is the director of film Quiet Bay?", "The director of Quiet Bay is a Canadian-American actor.",
+         ["Canadian", "American"], True),
+        ("What is Ana Ruiz's citizenship?", "Ana Ruiz is a Pakistani-Indian singer.", ["India"], False),
+        ("What is Ana Ruiz's citizenship?", "Ana Ruiz is an Indian singer.", ["India"], True),
+        ("In which state is Walden?", "Walden is in Baden-Wurttemberg.", ["Baden-Württemberg"], True),  # one name
+        ("In which state is Walden?", "Walden is in Baden-Wurttemberg.", ["Baden"], False),
+        # a title that ends in "?" is still an option of "A or B?" (match@10)
+        ("Which film came out more recently, Who Goes There? or The Long Night?",
+         "Who Goes There is a film released more recently than The Long Night.", ["The Long Night"], False),
+        ("Which film came out more recently, Who Goes There? or The Long Night?",
+         "Who Goes There is a film released more recently than The Long Night.", ["Who Goes There?"], True),
+    ],
+)
+def test_asserts_gold_since_match_10(question, reply, gold, expected):
+    assert asserts_gold(question, reply, gold) is expected
+
+
+WHERE_BORN = "Where was Mary Rolf born?"
+
+
+@pytest.mark.parametrize(
+    "question, a, b, expected",
+    [
+        # a relative clause or a participle describes the answer; it is not part of it (answer@9)
+        (WHERE_BORN, "Mary Rolf was born in Raleigh, which is the capital of North Carolina.", "Mary Rolf was born in Raleigh.",
+         True),
+        (WHERE_BORN, "Mary Rolf was born in Raleigh, which is the capital.", "Mary Rolf was born in Durham, which is big.",
+         False),
+        ("What did Tom Field and Ray Hart do for a living?", "They were both carpenters, known for their fine work.",
+         "They were both carpenters who built houses in town.", True),
+        # ... unless the clause restates the question: then it holds the answer
+        ("What position does Leo Vance play?", "Leo Vance is a Brazilian footballer who plays as a striker.",
+         "Leo Vance is a Brazilian footballer who plays as a goalkeeper.", False),
+        # "in the state of X" locates something in X
+        ("Where is the town of Ardmore?", "Ardmore is in North Carolina.", "Ardmore is in the state of North Carolina.", True),
+        ("What county is Ardmore in?", "Ardmore is the capital of the state of Ohio.", "Ardmore is a county in Ohio.", False),
+        # an abbreviation of the other answer's name
+        ("Which country is the director of film Quiet Bay from?", "The director of Quiet Bay is from the US.",
+         "The director of Quiet Bay is from the United States.", True),
+    ],
+)
+def test_consistency_since_answer_9(question, a, b, expected):
+    assert MatchJudge().judge_batch([JudgeQuery("consistency", question, a, (b,))]) == [expected]  # rules alone
+
+
+def test_an_unclear_pick_that_offers_a_second_letter_is_the_same_as_nothing():
+    """"B. <C's text>" twice is one unclear pick; with "The answer is C." after it, the reply asserts none (answer@9)."""
+    choices = ("decay", "fission", "fusion", "capture")
+    question = "Which process powers the sun?"
+    same = JudgeQuery("consistency", question, "B.fusion", ("B.fusion",), choices)
+    second = JudgeQuery("consistency", question, "B.fusion\n\nThe answer is C.fusion", ("B.fusion",), choices)
+    assert MatchJudge().judge_batch([same, second]) == [True, False]
 
 
 def test_an_option_with_a_title_set_off_by_commas_is_one_option():

@@ -42,7 +42,7 @@ def test_relabelled_records_are_those_annotate_makes_with_the_new_judges(annotat
     assert result.exit_code == 0, result.output
     relabelled = read_parquet(tmp_path / "relabelled" / "records.parquet")
     assert relabelled == read_parquet(tmp_path / "direct" / "records.parquet")  # labels and generation notes too
-    assert {r.generation["judges"]["consistency"] for r in relabelled} == {"exact@4"}
+    assert {r.generation["judges"]["consistency"] for r in relabelled} == {"exact@5"}
     settings = json.loads((tmp_path / "relabelled" / "settings" / "annotate.json").read_text())
     assert settings == json.loads((tmp_path / "direct" / "settings" / "annotate.json").read_text())
     meta = json.loads((tmp_path / "relabelled" / "meta-0of1.json").read_text())

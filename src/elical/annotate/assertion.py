@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@9; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@10; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -39,7 +39,8 @@ the alias fills the answer's slot of the question. The rules, each general:
 4. **Negated, or part of another name.** "not X", "no X", "never X" do not assert X; nor does an
    alias the question names inside a longer name ("the Blackburn Shipbuilding Company").
 5. **Lists.** An alias that is one member of a list of names with a conjunction ("China, Vietnam, and
-   the Philippines", "Ghana or Togo") counts only if every member is a gold alias.
+   the Philippines", "Ghana or Togo") counts only if every member is a gold alias; so does one half of a
+   hyphenated pair of names ("a Canadian-American actor", "Pakistani-Indian": match@10).
 
 A yes/no gold is asserted by the reply's first "yes" or "no" (unless its sentence takes it back: "No,
 it is not possible to answer"), else by a sentence that restates the question's claim (negated: "no"), or
@@ -59,7 +60,12 @@ charge of the state where Shringarpur is located?"; since answer@8 also "The dir
 the first letters of a word of the question ("... the western term" for "terminus") says nothing with that
 fragment, and a name that one answer gives first and the other only as the qualifier of another name
 ("Germany" / "Berlin, Germany") is a coarser answer, not the same one ("Paris" / "Paris, France" keeps it
-first).
+first). Since answer@9 (and match@10's consistency), an answer ends where a description of it begins (a
+relative clause: "Mumbai, which was ...", "musicians who played the guitar"; a piece that begins with a
+participle: "musicians, known for ..."), unless the clause restates the question ("a footballer who plays
+as a striker" for "What position does he play?"); "in the state of North Carolina" locates something in North
+Carolina; an abbreviation ("the US") is compared as one; and a multiple-choice reply that offers a second
+letter as the answer is the same as nothing, even where its first line matches the other's word for word.
 """
 
 from __future__ import annotations
@@ -123,6 +129,8 @@ _NAME = re.compile(r"^(?:the\s+)?(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|d
 _WORD = re.compile(r"^[a-z][\w'’\-]*")
 _WORD_END = re.compile(r"[a-z][\w'’\-]*\s*$")
 _NAME_END = re.compile(r"(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y)\s+)*[A-Z0-9][\w'’.\-]*)*\s*$")
+# the first of a question's options: a name that may end in "?" or "!" ("Which came first, The Love God? or ...")
+_OPTION_END = re.compile(r"(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y)\s+)*[A-Z0-9][\w'’.\-]*)*[?!]?\s*$")
 _JOINED_AFTER = re.compile(r"\s*,?\s+(?:or|and)\s+")  # "A or B": what joins B to A
 _JOINED_BEFORE = re.compile(r"\s*,?\s+(?:or|and)\s+$")  # ... and A to B
 _OR = re.compile(r"\s*,?\s+or\s+")
@@ -564,8 +572,28 @@ def _sentence_asserts(question: str, sentence: str, aliases: Sequence[str]) -> b
             members = _list_members(sentence, *span, lower=alias.islower()) if span else None
             if members and not all(_is_gold(m, gold) for m in members):
                 continue
+            if any(not _is_gold(other, gold) for other in _compounded(sentence, tokens, position, len(needle))):
+                continue  # "a Canadian-American actor" gives two nationalities, one of them not gold (since match@10)
             return True
     return False
+
+
+_COMPOUND = re.compile(r"\b([A-Z][\w'’]+)-([A-Z][\w'’]+)\b")
+
+
+def _compounded(sentence: str, tokens: Sequence[Token], position: int, length: int) -> list[str]:
+    """The other half of a hyphenated pair of names ("Canadian-American", "Pakistani-Indian") that the
+    occurrence at ``position`` is one half of, unless the alias spans both: the pair names two things, as a
+    list does."""
+    others = []
+    for pair in _COMPOUND.finditer(sentence):
+        first = len(tokenize(sentence[: pair.start()]))  # the token index of the pair's first half
+        if position not in (first, first + 1) or first + 1 >= len(tokens):
+            continue
+        other = first + 1 if position == first else first
+        if not position <= other < position + length:
+            others.append(pair.group(2) if position == first else pair.group(1))
+    return others
 
 
 def _found(tokens: Sequence[Token], needle: Sequence[Token]) -> list[int]:
@@ -810,7 +838,7 @@ def question_options(question: str) -> Choice | None:
     """The two alternatives a question offers ("..., A or B?"), found without the gold answer; None
     for other questions. Cached: each answer to the question asks."""
     for joined in _OR.finditer(question):
-        before = _NAME_END.search(question[: joined.start()])
+        before = _OPTION_END.search(question[: joined.start()])
         after = _NAME.match(question[joined.end() :])
         if before and after and before.group().strip() and after.group().strip():
             first = before.group()
@@ -938,8 +966,9 @@ def answer_slot(question: str, sentence: str) -> Slot:
     def new(lo: int, hi: int) -> list[int]:
         return [i for i in range(lo, hi) if tokens[i].text not in FUNCTION_WORDS and not _asked(tokens[i].text, asked)]
 
-    subject, predicate = (new(0, end), new(end, len(tokens))) if end else ([], new(0, len(tokens)))
+    subject, predicate = (new(0, end), new(end, _described_end(tokens, owner, end, question))) if end else ([], new(0, len(tokens)))
     chosen = subject if subject and not predicate else predicate
+    chosen = [i for i in chosen if not _place_kind(tokens, i)]
     grouped: dict[int, list[Token]] = {}
     for i in chosen:
         token = tokens[i] if i or tokens[i].text not in _STARTERS else Token(tokens[i].text, "lower")
@@ -947,6 +976,40 @@ def answer_slot(question: str, sentence: str) -> Slot:
     named = [k for k, words in grouped.items() if _named_run(words)]
     listed = len(named) > 1 and any(_LIST_JOIN.search(joins[k - 1]) for k in named[1:] if 0 < k <= len(joins))
     return Slot(tuple(tuple(grouped[k]) for k in sorted(grouped)), listed)
+
+
+_RELATIVES = frozenset(["which", "who", "whom", "whose"])
+_DESCRIBING = frozenset(["known", "born"])  # participles that begin a description, beside those in -ed
+
+
+def _described_end(tokens: Sequence[Token], owner: Sequence[int], start: int, question: str) -> int:
+    """Where a predicate's answer ends and a description of it begins (since answer@9): a relative clause
+    ("Mumbai, which was ...", "musicians who played the guitar") or a piece that begins with a participle
+    ("musicians, known for their talents"), after the predicate has named something of its own; not a clause
+    whose next content word is the question's (it restates the question, so it holds the answer: "a
+    footballer who plays in ..." for "What position does he play in?")."""
+    asked = _question_words(question)
+    for i in range(start + 1, len(tokens) - 1):
+        token, starts_piece = tokens[i], owner[i] != owner[i - 1]
+        participle = token.case == "lower" and (token.text in _DESCRIBING or token.text.endswith("ed"))
+        describes = token.text in _RELATIVES or (starts_piece and participle)
+        verb = next((t.text for t in tokens[i + 1 :] if t.text not in FUNCTION_WORDS), "") if token.text in _RELATIVES \
+            else token.text
+        restates = _asked(verb, asked)
+        if describes and not restates and any(t.text not in FUNCTION_WORDS for t in tokens[start + 1 : i]):
+            return i
+    return len(tokens)
+
+
+_PLACE_KINDS = frozenset(["state", "city", "country", "province", "county", "town", "village", "region", "island"])
+
+
+def _place_kind(tokens: Sequence[Token], i: int) -> bool:
+    """Whether the word at ``i`` only names the kind of the place named after it, where the reply locates
+    something there ("in the state of North Carolina" is in North Carolina; since answer@9), not where it is
+    part of another claim ("the capital of the state of Texas")."""
+    return (tokens[i].text in _PLACE_KINDS and 2 <= i < len(tokens) - 2 and tokens[i + 1].text == "of"
+            and tokens[i + 2].case != "lower" and [t.text for t in tokens[i - 2 : i]] == ["in", "the"])
 
 
 @lru_cache(maxsize=1 << 12)
@@ -1075,6 +1138,8 @@ def compare_assertions(question: str, a: str, b: str) -> Comparison:
 def _slot_text(slot: Slot) -> str:
     """A slot's words as text, names capitalized again, pieces apart (what the core rules compare)."""
     def word(t: Token) -> str:
-        return t.text.upper() if t.case in ("upper", "caps") and t.initials else t.text.capitalize() if t.case != "lower" else t.text
+        if t.case == "upper" or (t.case == "caps" and t.initials):  # "US", "U.S." stay abbreviations
+            return t.text.upper()
+        return t.text.capitalize() if t.case != "lower" else t.text
 
     return ", ".join(" ".join(word(t) for t in piece) for piece in slot.pieces if piece)

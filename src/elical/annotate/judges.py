@@ -83,12 +83,18 @@ def extract_choice(answer: str, choices: Sequence[str], strict: bool = True) -> 
     line = tokenize(answer.strip().split("\n", 1)[0])
     named = _named_options(line, choices)
     named = [x for x in named if not any(y != x and _inside(choices, x, y) for y in named)]
-    picked = {m.group(1) for pattern in _STRICT_LETTER_PATTERNS for m in pattern.finditer(answer) if m.group(1) in letters}
+    picked = _letters_offered(answer, choices)
     if picked:
         letter = picked.pop()
         agrees = not picked and set(named) <= {letter} and not _closer_to_another(line, letter, choices)
         return letter if agrees else None
     return named[0] if len(named) == 1 else None
+
+
+def _letters_offered(answer: str, choices: Sequence[str]) -> set[str]:
+    """The option letters the answer states as its pick, by the strict rules' patterns."""
+    letters = CHOICE_LETTERS[: len(choices)]
+    return {m.group(1) for pattern in _STRICT_LETTER_PATTERNS for m in pattern.finditer(answer) if m.group(1) in letters}
 
 
 def _closer_to_another(line: Sequence[Token], letter: str, choices: Sequence[str]) -> bool:
@@ -121,8 +127,12 @@ def choice_decision(query: JudgeQuery, strict: bool = True) -> bool | None:
         return None if picked is None else picked in query.references
     other = extract_choice(query.references[0], choices, strict) if query.references else None
     if strict and picked is None and other is None and query.references:
-        # the same unclear pick ("B. <option C's text>") word for word: the same assertion, whatever it is
-        lines = [tokenize(text.strip().split("\n", 1)[0]) for text in (query.answer, query.references[0])]
+        # the same unclear pick ("B. <option C's text>") word for word: the same assertion, whatever it is, unless
+        # a reply offers a second letter as the answer ("B. x ... The answer is A"): that one asserts none (match@10)
+        texts = (query.answer, query.references[0])
+        if any(len(_letters_offered(text, choices)) > 1 for text in texts):
+            return None
+        lines = [tokenize(text.strip().split("\n", 1)[0]) for text in texts]
         return True if lines[0] and [t.text for t in lines[0]] == [t.text for t in lines[1]] else None
     return None if picked is None or other is None else picked == other
 
