@@ -384,6 +384,9 @@ def test_consistency_since_answer_8(question, a, b, expected):
     assert compare_query(JudgeQuery("consistency", question, a, (b,))).decision is expected
 
 
+CANAL = "Which canal lies farther east, Alder Canal or Birch Canal?"
+
+
 @pytest.mark.parametrize(
     "question, reply, gold, expected",
     [
@@ -401,6 +404,11 @@ def test_consistency_since_answer_8(question, a, b, expected):
          "Who Goes There is a film released more recently than The Long Night.", ["The Long Night"], False),
         ("Which film came out more recently, Who Goes There? or The Long Night?",
          "Who Goes There is a film released more recently than The Long Night.", ["Who Goes There?"], True),
+        # a clause after "while" that chooses the other option by the question's comparison contradicts the first;
+        # "farther" grades the word after it, as "more" does ("farther west" is not "farther east")
+        (CANAL, "The Alder Canal lies farther east, while the Birch Canal lies farther east.", ["Alder Canal"], False),
+        (CANAL, "The Alder Canal lies farther east, while the Birch Canal lies farther west.", ["Alder Canal"], True),
+        (CANAL, "The Alder Canal lies farther east than the Birch Canal, while Birch", ["Alder Canal"], True),  # cut off
     ],
 )
 def test_asserts_gold_since_match_10(question, reply, gold, expected):

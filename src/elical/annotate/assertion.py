@@ -16,7 +16,7 @@ the alias fills the answer's slot of the question. The rules, each general:
    "A is older than B" and "A was born first, and B second" choose A for "who is older" / "born
    first", and B for the opposite comparative; so does a sentence naming A alone in the opposite sense
    ("A is the younger of the two" chooses B: match@8, answer@7). The comparison must be the question's: a degree word
-   grades the question's word ("more members", not "more famous"); a word of the same sense ("first"
+   grades the question's word ("more members", not "more famous"; "farther east", not "farther west": match@10); a word of the same sense ("first"
    for "earlier") counts beside a word of the question's, a superlative for its comparative ("oldest"
    for "older"), "after" and "before" for "later" and "earlier". A ranking on a claim of its own is not
    the question's comparison ("A is the first film to feature a Welsh cast"), nor is a "than" that
@@ -24,8 +24,8 @@ the alias fills the answer's slot of the question. The rules, each general:
    ("A is not the one") or described as a third name ("The film with the older director, A, is C", "A is
    actually a film called C": match@9) is not chosen; an option named without the comparison is chosen
    only where the rest of the sentence announces it ("The film is A.", "A is the answer"), in a sentence finished before the token limit
-   ("A was born" chooses nothing for "who was born first"). A later sentence that chooses the other
-   option contradicts the first. The reply is right only if it chooses the gold option.
+   ("A was born" chooses nothing for "who was born first"). A later sentence, or a clause after "while" or
+   "whereas" (match@10), that chooses the other option contradicts the first. The reply is right only if it chooses the gold option.
 2. **Restated, not answered.** An alias that the question itself names is found in any reply that
    restates the question. Such an occurrence counts only where the reply does not merely repeat it:
    not next to the same content word as in the question ("science historian James Burke"), not as
@@ -200,7 +200,7 @@ class Choice:
         return tuple(own(i) for i in range(len(self.options)))
 
 
-_DEGREE = frozenset(["more", "less", "fewer", "most", "least"])  # comparatives that grade the next word
+_DEGREE = frozenset(["more", "less", "fewer", "most", "least", "farther", "further"])  # comparatives that grade the next word
 
 
 def _option_beside(question: str, start: int, end: int) -> str | None:
@@ -271,10 +271,13 @@ def _is_gold_text(option: Sequence[Token], aliases: Sequence[str]) -> bool:
     return False
 
 
+_CONTRAST = re.compile(r",\s*(?=(?:while|whereas)\s)", re.IGNORECASE)  # "A is further east, while B is further east"
+
+
 def chosen_option(question: str, reply: str, choice: Choice) -> int | None:
     """The index of the option the reply chooses (rule 1 of the module docstring), None if none."""
     asked = tokenize(question)
-    said = sentences(reply)
+    said = [clause for sentence in sentences(reply) for clause in _CONTRAST.split(sentence)]
     for i, sentence in enumerate(said):
         picked = _sentence_choice(sentence, choice, asked)
         if picked is not None:
