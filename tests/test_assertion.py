@@ -428,6 +428,8 @@ WHERE_BORN = "Where was Mary Rolf born?"
          False),
         ("What did Tom Field and Ray Hart do for a living?", "They were both carpenters, known for their fine work.",
          "They were both carpenters who built houses in town.", True),
+        ("What is the largest state of Ruritania?", "The largest state of Ruritania is Lorn, with 3 million people.",
+         "The largest state of Ruritania is Lorn.", True),
         # ... unless the clause restates the question: then it holds the answer
         ("What position does Leo Vance play?", "Leo Vance is a Brazilian footballer who plays as a striker.",
          "Leo Vance is a Brazilian footballer who plays as a goalkeeper.", False),

@@ -982,13 +982,14 @@ def answer_slot(question: str, sentence: str) -> Slot:
 
 
 _RELATIVES = frozenset(["which", "who", "whom", "whose"])
-_DESCRIBING = frozenset(["known", "born"])  # participles that begin a description, beside those in -ed
+_DESCRIBING = frozenset(["known", "born", "with"])  # words that begin a description, beside participles in -ed
 
 
 def _described_end(tokens: Sequence[Token], owner: Sequence[int], start: int, question: str) -> int:
     """Where a predicate's answer ends and a description of it begins (since answer@9): a relative clause
-    ("Mumbai, which was ...", "musicians who played the guitar") or a piece that begins with a participle
-    ("musicians, known for their talents"), after the predicate has named something of its own; not a clause
+    ("Mumbai, which was ...", "musicians who played the guitar") or a piece that begins with a participle or
+    "with" ("musicians, known for their talents", "California, with 39 million people"), after the predicate has
+    named something of its own; not a clause
     whose next content word is the question's (it restates the question, so it holds the answer: "a
     footballer who plays in ..." for "What position does he play in?")."""
     asked = _question_words(question)
