@@ -404,6 +404,11 @@ CANAL = "Which canal lies farther east, Alder Canal or Birch Canal?"
          "Who Goes There is a film released more recently than The Long Night.", ["The Long Night"], False),
         ("Which film came out more recently, Who Goes There? or The Long Night?",
          "Who Goes There is a film released more recently than The Long Night.", ["Who Goes There?"], True),
+        # a shared value named and denied in one sentence answers neither way
+        ("Do Ann Lee and Bo Chen have the same nationality?",
+         "Ann Lee and Bo Chen are both Canadian, but they are not the same nationality.", ["no"], False),
+        ("Do Ann Lee and Bo Chen have the same nationality?", "Ann Lee and Bo Chen are both Canadian, and proud of it.",
+         ["yes"], True),
         # a clause after "while" that chooses the other option by the question's comparison contradicts the first;
         # "farther" grades the word after it, as "more" does ("farther west" is not "farther east")
         (CANAL, "The Alder Canal lies farther east, while the Birch Canal lies farther east.", ["Alder Canal"], False),

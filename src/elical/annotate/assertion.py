@@ -716,15 +716,16 @@ def _claim_polarity(asked: Sequence[Token], sentence: str) -> str | None:
 _SHARED_VALUE = re.compile(
     r"\b(?:both|all)\s+(?:(?:located|based|born)\s+)?(?:in|from)\s+(?:the\s+)?"  # "both (located) in the"
     r"((?:[A-Z][\w'’.-]*\s*)+?)\s*(?=$|[.,;:!?]|\s(?:and|but)\b)"  # a name that ends the phrase
-    r"|\b(?:both|all)\s+([A-Z][\w'’-]*)\s*(?=$|[.!?])"  # "both African-American."
+    r"|\b(?:both|all)\s+([A-Z][\w'’-]*)\s*(?=$|[.,;!?]|\s(?:and|but)\b)"  # "both African-American."
 )
 
 
 def _names_shared_value(asked: Sequence[Token], sentence: str) -> bool:
     """Whether a sentence answers "Do A and B share the same X?" by naming the one X they both have: "both"
     (or "all") from or in a name that ends the phrase ("A and B are both from Spain.", "... are all from the
-    United States"), or a name alone that ends the sentence ("... are both African-American."); not a name
-    that qualifies a noun ("both located in the Indian subcontinent", "both French films"). Since match@9."""
+    United States"), or a name alone that ends the sentence or a clause ("... are both African-American.",
+    "both Canadian, but ...": match@10); not a name that qualifies a noun ("both located in the Indian
+    subcontinent", "both French films"). Since match@9."""
     if not any(t.text == "same" for t in asked):
         return False
     found = _SHARED_VALUE.search(sentence)
