@@ -432,7 +432,10 @@ WHERE_BORN = "Where was Mary Rolf born?"
         (WHERE_BORN, "Mary Rolf was born in Raleigh, which is the capital.", "Mary Rolf was born in Durham, which is big.",
          False),
         ("What did Tom Field and Ray Hart do for a living?", "They were both carpenters, known for their fine work.",
-         "They were both carpenters who built houses in town.", True),
+         "They were both carpenters.", True),
+        # a clause that restricts a common noun is part of the statement: no short answer "Swiss mathematician"
+        ("Where did Jacob Ames work?", "Jacob Ames was a Swiss mathematician who made contributions to calculus.",
+         "Jacob Ames was a Swiss mathematician who made contributions to algebra.", False),
         ("What is the largest state of Ruritania?", "The largest state of Ruritania is Lorn, with 3 million people.",
          "The largest state of Ruritania is Lorn.", True),
         # ... unless the clause restates the question: then it holds the answer

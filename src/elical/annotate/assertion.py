@@ -61,9 +61,9 @@ the first letters of a word of the question ("... the western term" for "terminu
 fragment, and a name that one answer gives first and the other only as the qualifier of another name
 ("Germany" / "Berlin, Germany") is a coarser answer, not the same one ("Paris" / "Paris, France" keeps it
 first). Since answer@9 (and match@10's consistency), an answer ends where a description of it begins (a
-relative clause: "Mumbai, which was ...", "musicians who played the guitar"; a piece that begins with a
-participle: "musicians, known for ..."), unless the clause restates the question ("a footballer who plays
-as a striker" for "What position does he play?"); "in the state of North Carolina" locates something in North
+relative clause after a name or a comma: "Mumbai, which was ..."; a piece that begins with a participle or
+"with": "musicians, known for ..."), unless the clause restates the question; a clause that restricts a common
+noun stays part of the statement ("a Swiss mathematician who made ..."); "in the state of North Carolina" locates something in North
 Carolina; an abbreviation ("the US") is compared as one; and a multiple-choice reply that offers a second
 letter as the answer is the same as nothing, even where its first line matches the other's word for word.
 """
@@ -988,21 +988,20 @@ _DESCRIBING = frozenset(["known", "born", "with"])  # words that begin a descrip
 
 def _described_end(tokens: Sequence[Token], owner: Sequence[int], start: int, question: str) -> int:
     """Where a predicate's answer ends and a description of it begins (since answer@9): a relative clause
-    ("Mumbai, which was ...", "musicians who played the guitar") or a piece that begins with a participle or
-    "with" ("musicians, known for their talents", "California, with 39 million people"), after the predicate has
-    named something of its own; not a clause
-    whose next content word is the question's (it restates the question, so it holds the answer: "a
-    footballer who plays in ..." for "What position does he play in?")."""
+    after a name or a comma ("Mumbai, which was ...", "the Big O notation, which is ...") or a piece that
+    begins with a participle or "with" ("musicians, known for ...", "California, with 39 million people"). A
+    clause that restricts a common noun stays part of the slot ("a Swiss mathematician who made contributions
+    to calculus" is a statement, not the answer "Swiss mathematician" to "Where did he work?"), and so does a
+    clause whose next content word is the question's (it restates the question, so it holds the answer)."""
     asked = _question_words(question)
-    for i in range(start + 1, len(tokens) - 1):
+    for i in range(start + 2, len(tokens)):
         token, starts_piece = tokens[i], owner[i] != owner[i - 1]
         participle = token.case == "lower" and (token.text in _DESCRIBING or token.text.endswith("ed"))
-        describes = token.text in _RELATIVES or (starts_piece and participle)
-        verb = next((t.text for t in tokens[i + 1 :] if t.text not in FUNCTION_WORDS), "") if token.text in _RELATIVES \
-            else token.text
-        restates = _asked(verb, asked)
-        if describes and not restates and any(t.text not in FUNCTION_WORDS for t in tokens[start + 1 : i]):
-            return i
+        relative = token.text in _RELATIVES and (starts_piece or tokens[i - 1].case != "lower")
+        if relative or (participle and starts_piece):
+            verb = next((t.text for t in tokens[i + 1 :] if t.text not in FUNCTION_WORDS), "") if relative else token.text
+            if not _asked(verb, asked):
+                return i
     return len(tokens)
 
 
