@@ -15,17 +15,19 @@ the alias fills the answer's slot of the question. The rules, each general:
    option without choosing it ("A is a 1999 film") or both without a comparison chooses nothing.
    "A is older than B" and "A was born first, and B second" choose A for "who is older" / "born
    first", and B for the opposite comparative; so does a sentence naming A alone in the opposite sense
-   ("A is the younger of the two" chooses B: match@8, answer@7). The comparison must be the question's: a degree word
-   grades the question's word ("more members", not "more famous"; "farther east", not "farther west": match@10); a word of the same sense ("first"
-   for "earlier") counts beside a word of the question's, a superlative for its comparative ("oldest"
-   for "older"), "after" and "before" for "later" and "earlier". A ranking on a claim of its own is not
+   ("A is the younger of the two" chooses B: match@8, answer@7). The comparison must be the question's: a
+   degree word grades the question's word ("more members", not "more famous"; "farther east", not "farther
+   west": match@10); a word of the same sense ("first" for "earlier") counts beside a word of the
+   question's, a superlative for its comparative ("oldest" for "older"), "after" and "before" for "later"
+   and "earlier". A ranking on a claim of its own is not
    the question's comparison ("A is the first film to feature a Welsh cast"), nor is a "than" that
    compares in another sense ("A is more resilient than B") or an option with itself. An option denied
    ("A is not the one") or described as a third name ("The film with the older director, A, is C", "A is
    actually a film called C": match@9) is not chosen; an option named without the comparison is chosen
    only where the rest of the sentence announces it ("The film is A.", "A is the answer"), in a sentence finished before the token limit
    ("A was born" chooses nothing for "who was born first"). A later sentence, or a clause after "while" or
-   "whereas" (match@10), that chooses the other option contradicts the first. The reply is right only if it chooses the gold option.
+   "whereas" (match@10), that chooses the other option contradicts the first. The reply is right only if
+   it chooses the gold option.
 2. **Restated, not answered.** An alias that the question itself names is found in any reply that
    restates the question. Such an occurrence counts only where the reply does not merely repeat it:
    not next to the same content word as in the question ("science historian James Burke"), not as
@@ -62,10 +64,11 @@ fragment, and a name that one answer gives first and the other only as the quali
 ("Germany" / "Berlin, Germany") is a coarser answer, not the same one ("Paris" / "Paris, France" keeps it
 first). Since answer@9 (and match@10's consistency), an answer ends where a description of it begins (a
 relative clause after a name or a comma: "Mumbai, which was ..."; a piece that begins with a participle or
-"with": "musicians, known for ..."), unless the clause restates the question; a clause that restricts a common
-noun stays part of the statement ("a Swiss mathematician who made ..."); "in the state of North Carolina" locates something in North
-Carolina; an abbreviation ("the US") is compared as one; and a multiple-choice reply that offers a second
-letter as the answer is the same as nothing, even where its first line matches the other's word for word.
+"with": "musicians, known for ..."), unless the clause restates the question; a clause that restricts a
+common noun stays part of the statement ("a Swiss mathematician who made ..."); "in the state of North
+Carolina" locates something in North Carolina; an abbreviation ("the US") is compared as one; and a
+multiple-choice reply that offers a second letter as the answer is the same as nothing, even where its
+first line matches the other's word for word.
 """
 
 from __future__ import annotations
