@@ -25,7 +25,7 @@ annotate:
   judges: {correctness: exact, consistency: exact, cache: true}
 YAML
 start=$(date +%s)
-timeout "$LIMIT_S" python3 -m elical.cli annotate .gpu/q/*.jsonl .gpu/q/mmlu/val --out "$RUN" \
+timeout "$LIMIT_S" python3 -m elical.cli annotate .gpu/q/*.jsonl .gpu/q/mmlu/* --out "$RUN" \
   --model "$ASSETS/smollm2-hf" --config /tmp/labels-fresh.yaml 2>&1 | grep -v "Loading weights" | tail -n 30 | tee -a "$OUT/annotate.log"
 rc=${PIPESTATUS[0]}
 echo "elical annotate: exit $rc after $(( $(date +%s) - start )) s (124: stopped at ${LIMIT_S} s; rerun to continue)" | tee -a "$OUT/annotate.log"

@@ -6,7 +6,11 @@ dataset's own file name (so the records keep their dataset names).
     python benchmarks/labels_fresh_questions.py OUT_DIR --exclude-sheets tests/data/labels --seed 39
 
 `--exclude-sheets` leaves out the questions of every labelled sheet (*.jsonl) in a folder (the fourth round,
-when the runs' records were no longer at hand).
+when the runs' records were no longer at hand). `--sources` and `--mmlu` name other files where the default ones run
+out of fresh questions (the seventh round: WebQuestions' train split, MMLU's dev split):
+
+    python benchmarks/labels_fresh_questions.py OUT_DIR --exclude-sheets tests/data/labels --exclude FOURTH \
+        --exclude SIXTH --seed 47 --sources qa/2wiki_dev.jsonl ... qa/wq_train.jsonl --mmlu mmlu/dev
 
 Then annotate them like `smollm2-qa-full` (paper prompt, 24 new tokens) and relabel/draw with
 benchmarks/labels_fresh_draw.py --sizes-from RECORDS_DIR, which scales each dataset to its size in the run.
@@ -35,6 +39,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--per-dataset", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=23)
+    parser.add_argument("--sources", nargs="+", default=SOURCES, help="QA files under --data (default: the test sets)")
+    parser.add_argument("--mmlu", default="mmlu/val", help="MMLU's CSV folder under --data")
     args = parser.parse_args()
     if not args.exclude and not args.exclude_sheets:
         parser.error("give --exclude RECORDS_DIR or --exclude-sheets DIR: the questions to leave out")
@@ -42,13 +48,13 @@ def main() -> None:
     seen |= {json.loads(line)["question"].strip() for folder in args.exclude_sheets for path in sorted(folder.glob("*.jsonl"))
              for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
     args.out.mkdir(parents=True, exist_ok=True)
-    for source in SOURCES:
+    for source in args.sources:
         rows = [json.loads(line) for line in (args.data / source).read_text(encoding="utf-8").splitlines() if line.strip()]
         fresh = [row for row in rows if row["question"].strip() not in seen]
         picked = random.Random(args.seed).sample(fresh, min(args.per_dataset, len(fresh)))
         (args.out / Path(source).name).write_text("".join(json.dumps(row) + "\n" for row in picked), encoding="utf-8")
         print(f"{source}: {len(rows)} questions, {len(fresh)} fresh, {len(picked)} written")
-    mmlu(args.data / "mmlu" / "val", args.out / "mmlu" / "val", seen, args.per_dataset, args.seed)
+    mmlu(args.data / args.mmlu, args.out / args.mmlu, seen, args.per_dataset, args.seed)
 
 
 def mmlu(source: Path, out: Path, seen: set[str], n: int, seed: int) -> None:
@@ -62,7 +68,7 @@ def mmlu(source: Path, out: Path, seen: set[str], n: int, seed: int) -> None:
         buffer = io.StringIO()
         csv.writer(buffer).writerows(row for row_name, row in picked if row_name == name)
         (out / name).write_text(buffer.getvalue(), encoding="utf-8")
-    print(f"mmlu/val: {len(rows)} questions, {len(fresh)} fresh, {len(picked)} written")
+    print(f"{source.parent.name}/{source.name}: {len(rows)} questions, {len(fresh)} fresh, {len(picked)} written")
 
 
 if __name__ == "__main__":
