@@ -89,3 +89,12 @@ def test_the_sixth_draw_does_not_fall_back():
     assert consistency["error"] < 0.035 and consistency["precision"] > 0.8  # measured 3.0 % and 83.3 %
     old = weighted("paper_correctness_test6.jsonl", MentionJudge())
     assert old["error"] > 0.06 and old["precision"] < 0.5  # the rules up to match@3: 7.7 % and 44.9 %
+
+
+def test_the_seventh_draw_does_not_fall_back():
+    """The seventh draw (benchmarks/results/label_quality_round7_cpu.md), unread when match@10 / answer@9 were written."""
+    correctness = weighted("paper_correctness_test7.jsonl", MatchJudge())
+    consistency = weighted("paper_consistency_test7.jsonl", MatchJudge())  # the answer judge's rules without embeddings
+    assert correctness["error"] < 0.03 and correctness["precision"] > 0.83  # measured 2.5 % and 85.8 %
+    assert consistency["error"] < 0.035 and consistency["precision"] > 0.75  # measured 2.8 % and 78.7 %
+    assert weighted("paper_correctness_test7.jsonl", MentionJudge())["precision"] < 0.5  # mention@3: 44.6 %
