@@ -12,21 +12,18 @@ must be labelled exactly once across the files; the merged sheet keeps the sheet
 labelled sheet per task).
 
 `--second` files hold a second labeller's labels of some of the items, labelled blind to the first: the
-report gives, per task, the items labelled twice, the share on which the two agree and Cohen's kappa (a
-floor on how precisely any judge's error can be measured by one labeller), and lists the disagreements'
-items. The first files' labels go into the merged sheet.
+report gives, per task, the items labelled twice, the share on which the two agree and Cohen's kappa (as
+`elical label-audit --second-labels` does; a floor on how precisely any judge's error can be measured by one
+labeller), and lists the disagreements' items. The first files' labels go into the merged sheet.
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
-from collections import defaultdict
 from pathlib import Path
 
-from sklearn.metrics import cohen_kappa_score
-
-from elical.audit.commands import Label, read_labels
+from elical.audit.commands import Label, labeller_agreement, read_labels
 from elical.audit.sample import write_sheet
 from elical.core.inputs import InputError
 from elical.records import iter_json_objects
@@ -44,22 +41,16 @@ def merged_labels(paths: list[Path], items: dict[str, dict]) -> dict[str, Label]
     return labels
 
 
-def agreement(first: dict[str, Label], second: dict[str, Label], items: dict[str, dict]) -> list[str]:
+def agreement_lines(first: dict[str, Label], second: dict[str, Label], rows: list[dict]) -> list[str]:
     """Markdown lines: per task, the doubly labelled items, agreement and Cohen's kappa, then the disagreements."""
-    by_task: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
-    for item, label in second.items():
-        if item in first:
-            by_task[items[item]["task"]].append((first[item].label, label.label, item))
     lines = ["| task | labelled twice | agree | Cohen's kappa | first 1, second 0 | first 0, second 1 |",
              "|---|---|---|---|---|---|"]
-    for task, pairs in sorted(by_task.items()):
-        a, b = [p[0] for p in pairs], [p[1] for p in pairs]
-        agree = sum(x == y for x, y in zip(a, b)) / len(pairs)
-        kappa = cohen_kappa_score(a, b) if len(set(a) | set(b)) > 1 else float("nan")
-        lines.append(f"| {task} | {len(pairs)} | {100 * agree:.1f} % | {kappa:.2f} | "
-                     f"{sum(x > y for x, y in zip(a, b))} | {sum(x < y for x, y in zip(a, b))} |")
+    found = labeller_agreement(rows, first, second)
+    for task, a in found.items():
+        lines.append(f"| {task} | {a['n']} | {100 * a['agree']:.1f} % | {a['kappa']:.2f} | {a['first_1_second_0']} | "
+                     f"{a['first_0_second_1']} |")
     lines += ["", "Disagreements (item: first, second):", ""]
-    lines += [f"- {item}: {x}, {y}" for pairs in by_task.values() for x, y, item in pairs if x != y]
+    lines += [f"- {item}: {first[item].label}, {second[item].label}" for a in found.values() for item in a["disagreements"]]
     return lines
 
 
@@ -84,7 +75,7 @@ def main() -> None:
     print(f"{len(kept)} items labelled -> {args.out}")
     if args.second:
         lines = [f"# Two labellers on {args.sheet.name} ({platform.node()})", "",
-                 *agreement(labels, merged_labels(args.second, items), items)]
+                 *agreement_lines(labels, merged_labels(args.second, items), rows)]
         text = "\n".join(lines) + "\n"
         print(text)
         if args.report:

@@ -5,6 +5,7 @@ scored (known values, errors naming file:line:field); the command end to end on 
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -22,6 +23,7 @@ from elical.audit.commands import (
     score_audit,
 )
 from elical.audit.sample import candidates, draw
+from elical.audit.score import agreement
 from elical.cli import app
 from elical.core.inputs import InputError
 from elical.records import Record, write_parquet, write_records
@@ -208,6 +210,43 @@ def test_scores_weight_each_label_by_its_stratum(tmp_path):
     filled = [r | {"label": {"p0": 1, "p1": 0, "n0": 0, "n2": 0}.get(r["record_id"])} for r in rows]
     again = score_audit(sheet, _write_jsonl(tmp_path / "filled.jsonl", filled), n_resamples=50)
     assert again.summary["tasks"]["correctness"]["rows"][0]["error"] == pytest.approx(5 / 40)
+
+
+def test_two_labellers_agreement_on_known_values():
+    # 4 items: both 1, both 0, first 1 / second 0, both 0 -> agree 3/4; the first labels 1 half the time, the second
+    # a quarter: chance agreement 0.5 * 0.25 + 0.5 * 0.75 = 0.5, kappa (0.75 - 0.5) / (1 - 0.5) = 0.5
+    found = agreement([1, 0, 1, 0], [1, 0, 0, 0])
+    assert found == {"n": 4, "agree": 0.75, "kappa": pytest.approx(0.5), "first_1_second_0": 1, "first_0_second_1": 0}
+    assert math.isnan(agreement([1, 1], [1, 1])["kappa"]) and agreement([1, 1], [1, 1])["agree"] == 1.0
+    with pytest.raises(ValueError, match="the same items labelled twice"):
+        agreement([1], [])
+
+
+def test_a_second_labeller_is_scored_for_agreement_and_the_first_for_the_judge(tmp_path):
+    rows = [_sheet_row(f"p{i}", "a", 1, 5.0) for i in range(3)] + [_sheet_row(f"n{i}", "a", 0, 10.0) for i in range(3)]
+    sheet = _write_jsonl(tmp_path / SHEET, rows)
+    first = _write_jsonl(tmp_path / "first.jsonl", [{"item": r["item"], "label": r["decision"]} for r in rows])
+    second = _write_jsonl(tmp_path / "second.jsonl", [  # four of the six again; disagrees on p1
+        {"item": "corr:p0", "label": 1}, {"item": "corr:p1", "label": 0}, {"item": "corr:n0", "label": 0},
+        {"item": "corr:n1", "label": 0}])
+    scored = score_audit(sheet, first, n_resamples=10, second_labels=second)
+    found = scored.summary["agreement"]["correctness"]
+    assert (found["n"], found["agree"], found["first_1_second_0"], found["disagreements"]) == (4, 0.75, 1, ["corr:p1"])
+    assert found["kappa"] == pytest.approx(0.5)
+    assert scored.summary["tasks"]["correctness"]["rows"][0]["error"] == 0.0  # the first labels score the judge
+    md = (tmp_path / "quality.md").read_text()
+    assert "Agreement of two labellers" in md and "| correctness | 4 | 75.0 | 0.50 | 1 | 0 |" in md
+    elsewhere = _write_jsonl(tmp_path / "elsewhere.jsonl", [{"item": "corr:n2", "label": 0}])
+    partial = _write_jsonl(tmp_path / "partial.jsonl", [{"item": "corr:p0", "label": 1}])
+    with pytest.raises(InputError, match="labels no item that .*partial.jsonl labels"):
+        score_audit(sheet, partial, n_resamples=10, second_labels=elsewhere)
+    runner = CliRunner()
+    refused = runner.invoke(app, ["label-audit", str(tmp_path), "--second-labels", str(second)])
+    assert refused.exit_code == 2 and refused.output.startswith("error: --second-labels: used with --labels")
+    command = runner.invoke(app, ["label-audit", str(tmp_path), "--labels", str(first), "--second-labels", str(second),
+                                  "--resamples", "5"])
+    assert command.exit_code == 0, command.output
+    assert "Agreement of two labellers" in command.output and "| correctness | 4 | 75.0 | 0.50 | 1 | 0 |" in command.output
 
 
 @pytest.mark.parametrize("line, field, message", [

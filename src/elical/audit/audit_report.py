@@ -61,6 +61,14 @@ def auroc_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                                         "hand - judge"])
 
 
+def agreement_frame(agreement: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per task: items labelled twice, agreement, Cohen's kappa, and each kind of disagreement."""
+    rows = [(task, a["n"], f"{100 * a['agree']:.1f}", "-" if _number(a.get("kappa")) is None else f"{a['kappa']:.2f}",
+             a["first_1_second_0"], a["first_0_second_1"]) for task, a in agreement.items()]
+    return pd.DataFrame(rows, columns=["task", "labelled twice", "agree (%)", "Cohen's kappa", "first 1, second 0",
+                                       "first 0, second 1"])
+
+
 def quality_blocks(summary: Mapping[str, Any]) -> list[Block]:
     """What an audit found (quality.json's contents): how it was drawn and labelled, one table per judge,
     the AUROC estimate, and the notes."""
@@ -82,6 +90,13 @@ def quality_blocks(summary: Mapping[str, Any]) -> list[Block]:
             blocks.append(Table(quality_frame(part["rows"]), caption))
         else:
             blocks.append(Paragraph(f"{caption}: no labels, nothing to score."))
+    if summary.get("agreement"):
+        blocks += [Paragraph(
+            f"Two labellers: `{summary.get('second_labels')}` labelled some of the items again, blind to the first "
+            "labels (the ones scored above). Agreement is the share of those items both label alike; Cohen's kappa "
+            "discounts what their own rates of 1s would give by chance (1: always alike, 0: chance). Where labellers "
+            "disagree, no judge's error can be measured more finely than that."),
+            Table(agreement_frame(summary["agreement"]), "Agreement of two labellers")]
     effect = summary.get("auroc", {})
     if effect.get("rows"):
         blocks += [Paragraph(

@@ -40,7 +40,7 @@ from elical.audit.sample import (  # the folder's names and judges_found: import
     judges_found,
     write_sheet,
 )
-from elical.audit.score import Labelled, quality_table, weighted_auroc
+from elical.audit.score import Labelled, agreement, quality_table, weighted_auroc
 from elical.core.inputs import InputError, check_output
 from elical.records import Record, atomic_write, iter_json_objects, read_records
 from elical.run.folder import RunFolder
@@ -449,12 +449,26 @@ class Scored:
     run: Path | None = None
 
 
+def labeller_agreement(rows: Sequence[dict[str, Any]], first: Mapping[str, Label],
+                       second: Mapping[str, Label]) -> dict[str, dict[str, Any]]:
+    """Per task, :func:`~elical.audit.score.agreement` of two labellers on the items both labelled, and the
+    items they disagree on."""
+    out: dict[str, dict[str, Any]] = {}
+    for task in TASKS:
+        both = [row["item"] for row in rows if row["task"] == task and row["item"] in first and row["item"] in second]
+        if both:
+            out[task] = agreement([first[i].label for i in both], [second[i].label for i in both]) | {
+                "disagreements": [i for i in both if first[i].label != second[i].label]}
+    return out
+
+
 def score_audit(sheet_or_out_dir: PathLike, labels_path: PathLike, *, n_resamples: int = 1000,
-                seed: int = 0) -> Scored:
+                seed: int = 0, second_labels: PathLike | None = None) -> Scored:
     """Score the run's judges against the hand labels of a sheet: per task, :func:`quality_table` by dataset
     and category (population-weighted error, precision and recall with stratified bootstrap intervals), and
-    the estimated effect of the judge's errors on each method's AUROC. Writes quality.md, quality.html and
-    quality.json beside the sheet."""
+    the estimated effect of the judge's errors on each method's AUROC; with ``second_labels`` (a second
+    labeller's labels of some of the items, made blind to the first), how often the two labellers agree.
+    Writes quality.md, quality.html and quality.json beside the sheet."""
     from elical.audit.audit_report import quality_document
     from elical.report.document import to_markdown, write_document
 
@@ -464,6 +478,11 @@ def score_audit(sheet_or_out_dir: PathLike, labels_path: PathLike, *, n_resample
         raise InputError(f"--resamples: must be at least 1, got {n_resamples}")
     rows = read_sheet(sheet)
     labels = read_labels(labels_path, {row["item"]: row for row in rows})
+    twice = None
+    if second_labels is not None:
+        twice = labeller_agreement(rows, labels, read_labels(second_labels, {row["item"]: row for row in rows}))
+        if not twice:
+            raise InputError(f"--second-labels {second_labels}: labels no item that {labels_path} labels")
     folder = sheet.parent
     settings = _read_settings(folder)
     run = audited_run(folder, settings)
@@ -491,7 +510,7 @@ def score_audit(sheet_or_out_dir: PathLike, labels_path: PathLike, *, n_resample
                      "per_stratum": settings.get("per_stratum"), "judges": judges, "run": str(run) if run else None,
                      "source": settings.get("source"), "n_resamples": n_resamples, "bootstrap_seed": seed},
         "labelled": len(labels), "drawn": len(rows), "tasks": tasks, "auroc": effect, "notes": notes,
-    })
+    } | ({"agreement": twice, "second_labels": str(second_labels)} if twice else {}))
     document = quality_document(summary)
     with atomic_write(folder / f"{QUALITY}.json") as tmp:
         tmp.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

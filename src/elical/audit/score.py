@@ -82,6 +82,21 @@ def quality_table(items: Sequence[Labelled], by: Sequence[str] = ("dataset", "ca
     return rows
 
 
+def agreement(first: Sequence[int], second: Sequence[int]) -> dict[str, float]:
+    """How often two labellers of the same items agree: the share of items with equal labels and Cohen's kappa
+    (agreement beyond what the two labellers' own rates of 1s give by chance; nan where both give one label
+    throughout), with the count of each kind of disagreement. Unweighted: it measures the labellers, not the run."""
+    from sklearn.metrics import cohen_kappa_score
+
+    if len(first) != len(second) or not first:
+        raise ValueError(f"agreement needs the same items labelled twice, got {len(first)} and {len(second)} labels")
+    a, b = np.asarray(first, dtype=int), np.asarray(second, dtype=int)
+    one_label = len(set(a.tolist()) | set(b.tolist())) == 1
+    return {"n": int(a.size), "agree": float((a == b).mean()),
+            "kappa": float("nan") if one_label else float(cohen_kappa_score(a, b)),
+            "first_1_second_0": int(((a == 1) & (b == 0)).sum()), "first_0_second_1": int(((a == 0) & (b == 1)).sum())}
+
+
 def weighted_auroc(confidence: Sequence[float], correct: Sequence[bool], weights: Sequence[float]) -> float:
     """AUROC of a confidence against correctness, each item standing for ``weight`` items; nan where
     one class is missing."""

@@ -213,6 +213,9 @@ def label_audit(
     labels: Path = typer.Option(None, "--labels", help="Score these labels: the page's labels.jsonl, or the sheet "
                                                        "with 'label' filled in (without it: draw the sheet and page)."),
     resamples: int = typer.Option(None, min=1, help="Bootstrap resamples of the intervals, with --labels (default 1000)."),
+    second_labels: Path = typer.Option(None, "--second-labels",
+                                       help="A second labeller's labels of some of the items, made blind to --labels': "
+                                            "reports how often the two agree (Cohen's kappa)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Draw a new sheet over one that already has labels "
                                                               "(they no longer apply)."),
 ) -> None:
@@ -227,8 +230,9 @@ def label_audit(
     console = Console()
     with _user_errors(console):
         if labels is None:
-            if resamples is not None:
-                raise InputError("--resamples: used with --labels (scoring) only")
+            for name, value in (("--resamples", resamples), ("--second-labels", second_labels)):
+                if value is not None:
+                    raise InputError(f"{name}: used with --labels (scoring) only")
             drawn = draw_audit(source, out, per_stratum=20 if per_stratum is None else per_stratum,
                                seed=0 if seed is None else seed,
                                tasks=[t.value for t in task] or ("correctness", "consistency"), overwrite=overwrite)
@@ -238,7 +242,7 @@ def label_audit(
             if given:
                 raise InputError(f"{given[0]}: sets how a sheet is drawn; with --labels the drawn sheet is scored as it is")
             scored = score_audit(audit_folder_of(source, out), labels,
-                                 n_resamples=1000 if resamples is None else resamples)
+                                 n_resamples=1000 if resamples is None else resamples, second_labels=second_labels)
     if labels is not None:
         typer.echo(scored.markdown)
         typer.echo(f"Wrote {scored.quality_md}, {scored.quality_html} and {scored.quality_json}.")
