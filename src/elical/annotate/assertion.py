@@ -131,9 +131,10 @@ _LIST_JOIN = re.compile(r"\b(?:and|or)\b|&", re.IGNORECASE)
 _NAME = re.compile(r"^(?:the\s+)?(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y|and)\s+)*[A-Z0-9][\w'’.\-]*)*")
 _WORD = re.compile(r"^[a-z][\w'’\-]*")
 _WORD_END = re.compile(r"[a-z][\w'’\-]*\s*$")
-_NAME_END = re.compile(r"(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y)\s+)*[A-Z0-9][\w'’.\-]*)*\s*$")
+_NAME_WORDS = r"(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y)\s+)*[A-Z0-9][\w'’.\-]*)*"
+_NAME_END = re.compile(_NAME_WORDS + r"\s*$")
 # the first of a question's options: a name that may end in "?" or "!" ("Which came first, The Love God? or ...")
-_OPTION_END = re.compile(r"(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y)\s+)*[A-Z0-9][\w'’.\-]*)*[?!]?\s*$")
+_OPTION_END = re.compile(_NAME_WORDS + r"[?!]?\s*$")
 _JOINED_AFTER = re.compile(r"\s*,?\s+(?:or|and)\s+")  # "A or B": what joins B to A
 _JOINED_BEFORE = re.compile(r"\s*,?\s+(?:or|and)\s+$")  # ... and A to B
 _OR = re.compile(r"\s*,?\s+or\s+")
@@ -471,6 +472,11 @@ def _cut_before_answer(sentence: str) -> bool:
 _CALLED = frozenset(["called", "named", "titled", "entitled"])
 
 
+def _past_the(tokens: Sequence[Token], i: int) -> int:
+    """The position after a "the" at ``i``, else ``i``."""
+    return i + 1 if i < len(tokens) and tokens[i].text == "the" else i
+
+
 def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str]) -> bool:
     """Whether the sentence denies the option it names ("A is not the one") or names a third thing as
     what the option's description is ("The film with the older director, A, is The Shawshank
@@ -483,11 +489,11 @@ def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str]
         return True
     called = [i for i in range(end + 1, min(end + 7, len(tokens))) if tokens[i].text in _CALLED]
     if called:  # "A is actually a film called C" (since match@9)
-        start = called[0] + 2 if called[0] + 1 < len(tokens) and tokens[called[0] + 1].text == "the" else called[0] + 1
+        start = _past_the(tokens, called[0] + 1)
         called_name = list(itertools.takewhile(lambda t: t.case != "lower", tokens[start:]))
         whole = len(called_name) > 1 or (len(called_name) == 1 and len(called_name[0].text) > 1)  # not a cut "A"
         return whole and any(t.text not in option_words for t in called_name)
-    start = end + 2 if tokens[end + 1].text == "the" else end + 1
+    start = _past_the(tokens, end + 1)
     name: list[Token] = []
     for token in tokens[start:]:
         if token.case == "lower" or (token.text in _STARTERS and not name):

@@ -477,10 +477,11 @@ def score_audit(sheet_or_out_dir: PathLike, labels_path: PathLike, *, n_resample
     if n_resamples < 1:
         raise InputError(f"--resamples: must be at least 1, got {n_resamples}")
     rows = read_sheet(sheet)
-    labels = read_labels(labels_path, {row["item"]: row for row in rows})
+    items = {row["item"]: row for row in rows}
+    labels = read_labels(labels_path, items)
     twice = None
     if second_labels is not None:
-        twice = labeller_agreement(rows, labels, read_labels(second_labels, {row["item"]: row for row in rows}))
+        twice = labeller_agreement(rows, labels, read_labels(second_labels, items))
         if not twice:
             raise InputError(f"--second-labels {second_labels}: labels no item that {labels_path} labels")
     folder = sheet.parent
