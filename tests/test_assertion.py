@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@10 and answer@9).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@11 and answer@10).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -152,7 +152,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@10" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@11" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -483,3 +483,70 @@ def test_where_or_when_the_role_of_x_was_born_nests_who_the_role_is():
     same = JudgeQuery("consistency", question, "The director of film Blue Harbour (1961 Film) was Ian Roe.",
                       ("The director of film Blue Harbour (1961 Film) was Ian Roe.",))
     assert compare_query(same).decision is False
+
+
+BANDS = "Did the bands No Regrets and Blue Harbour originate from the same country?"
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # a "no" that begins a name of the question is the name, not the answer (match@11)
+        (BANDS, "No Regrets and Blue Harbour are both from the United States.", ["no"], False),
+        (BANDS, "No Regrets and Blue Harbour are both from the United States.", ["yes"], True),
+        (BANDS, "No, No Regrets is British and Blue Harbour is American.", ["no"], True),
+        # an alias of little words in lower case names nothing ("in" among India's aliases); "IN" in capitals is kept
+        ("In what country is Lakeview School?", "Lakeview School is based in the United Arab Emirates.", ["in", "India"],
+         False),
+        ("In what country is Lakeview School?", "Lakeview School is in India.", ["in", "India"], True),
+        # a list in lower case is a list, whatever the gold's case: one gold member among others is no answer
+        ("Zorse is a hybrid of a zebra with what animal?",
+         "A zorse is a hybrid of zebras with equids, such as horses, donkeys, and ponies.", ["Horses"], False),
+        ("Where do you get a money order from?", "Money orders are sold by banks, grocery stores, and post offices.",
+         ["bank"], False),
+        ("Where do you get a money order from?", "You get a money order from a bank.", ["bank"], True),
+        # a place given in a clause about another life event does not answer where someone died or worked
+        ("Where did Karl Ostler die?", "Karl Ostler was born in 1822 in Graz, Austria, and died in 1890.", ["Graz"], False),
+        ("Where did Karl Ostler die?", "Karl Ostler was born in Linz and died in Graz.", ["Graz"], True),
+        ("Where did Ilse Brandt work?", "Ilse Brandt was born in Bremen and worked as a teacher.", ["Bremen"], False),
+        ("Where was Ilse Brandt born?", "Ilse Brandt was born in Bremen.", ["Bremen"], True),
+        # the question's frame said of another name answers another question
+        ("What is the capital of Norland?", "The capital of Westmark is Port Ellis.", ["Port Ellis"], False),
+        ("What is the capital of Norland?", "The capital of Norland is Port Ellis.", ["Port Ellis"], True),
+        ("What is the capital of Norland?", "Port Ellis is the capital of Norland, Westmark.", ["Port Ellis"], True),
+        ("What is the capital of the United Kingdom?", "The capital of the UK is London.", ["London"], True),  # initials
+        ("What is the capital of Kyrgyzstan?", "The capital of Kyrgystan is Bishkek.", ["Bishkek"], True),  # misspelt
+        ("What river is longer than the Ardel?", "The longest river in Ostland is the Vessa.", ["Vessa"], True),
+        ("What year was the film with Ann Lee made?", "The film I'm thinking of is Dawn (2009).", ["2009"], True),
+    ],
+)
+def test_asserts_gold_since_match_11(question, reply, gold, expected):
+    assert asserts_gold(question, reply, gold) is expected
+
+
+@pytest.mark.parametrize(
+    "question, a, b, expected",
+    [
+        # a negated comparison chooses the other option
+        ("Who was born earlier, Ann Lee or Bo Chen?", "Bo Chen was not born earlier than Ann Lee.",
+         "Bo Chen was born earlier than Ann Lee.", False),
+        ("Who was born earlier, Ann Lee or Bo Chen?", "Bo Chen wasn't born earlier than Ann Lee.",
+         "Ann Lee was born earlier than Bo Chen.", True),
+        ("Which was released first, Dawn or Dusk?", "Dawn was never released first.", "Dawn was released first.", False),
+        # two replies whose slots hold nothing new assert nothing
+        ("Where was traditional Ostland medicine created?", "Traditional Ostland medicine is created and studied.",
+         "Traditional Ostland medicine is created and practiced.", False),
+        # the question's frame said of another name: no answer, whatever the other reply says
+        ("What is the capital of Norland?", "The capital of Westmark is Port Ellis.", "The capital of Norland is Port Ellis.",
+         False),
+        ("What is the capital of Norland?", "Port Ellis.", "The capital of Norland is Port Ellis.", True),
+    ],
+)
+def test_consistency_since_answer_10(question, a, b, expected):
+    assert MatchJudge().judge_batch([JudgeQuery("consistency", question, a, (b,))]) == [expected]  # rules alone
+
+
+def test_a_negated_comparison_chooses_the_other_option():
+    question = "Who was born earlier, Ann Lee or Bo Chen?"
+    assert asserts_gold(question, "Bo Chen was not born earlier than Ann Lee.", ["Ann Lee"])
+    assert not asserts_gold(question, "Bo Chen was not born earlier than Ann Lee.", ["Bo Chen"])

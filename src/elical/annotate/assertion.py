@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@10; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@11; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -26,8 +26,9 @@ the alias fills the answer's slot of the question. The rules, each general:
    actually a film called C": match@9) is not chosen; an option named without the comparison is chosen
    only where the rest of the sentence announces it ("The film is A.", "A is the answer"), in a sentence finished before the token limit
    ("A was born" chooses nothing for "who was born first"). A later sentence, or a clause after "while" or
-   "whereas" (match@10), that chooses the other option contradicts the first. The reply is right only if
-   it chooses the gold option.
+   "whereas" (match@10), that chooses the other option contradicts the first. A negated comparison chooses the
+   other option ("A was not born earlier than B" chooses B: match@11). The reply is right only if it chooses
+   the gold option.
 2. **Restated, not answered.** An alias that the question itself names is found in any reply that
    restates the question. Such an occurrence counts only where the reply does not merely repeat it:
    not next to the same content word as in the question ("science historian James Burke"), not as
@@ -38,16 +39,25 @@ the alias fills the answer's slot of the question. The rules, each general:
 3. **Context, not answer.** An alias in the subject of a sentence counts only where what the sentence
    says of it restates the question ("Paris is the capital of France" answers "What is the capital of
    France?"; "The United States is the largest economy" does not answer "What is X's nationality?").
+   Since match@11, nor does an alias in a clause about a life event the question does not ask about ("born
+   in 1822 in Vienna" for "Where did X die?"), nor a sentence that says the question's frame of another
+   name ("The capital of Canada is Toronto." for "What is the capital of Ontario?": it answers another
+   question; the answer judge reads it as no answer since answer@10).
 4. **Negated, or part of another name.** "not X", "no X", "never X" do not assert X; nor does an
    alias the question names inside a longer name ("the Blackburn Shipbuilding Company").
 5. **Lists.** An alias that is one member of a list of names with a conjunction ("China, Vietnam, and
    the Philippines", "Ghana or Togo") counts only if every member is a gold alias; so does one half of a
-   hyphenated pair of names ("a Canadian-American actor", "Pakistani-Indian": match@10).
+   hyphenated pair of names ("a Canadian-American actor", "Pakistani-Indian": match@10). Since match@11 a
+   list is read in the case the reply writes it, whatever the gold's ("great apes, such as chimpanzees,
+   bonobos, and gorillas" for "Chimpanzees"), its lower-case members of up to three words ("banks, credit
+   card companies, and online payment systems").
 
 A yes/no gold is asserted by the reply's first "yes" or "no" (unless its sentence takes it back: "No,
 it is not possible to answer"), else by a sentence that restates the question's claim (negated: "no"), or
 (match@9) answers "Do A and B share the same X?" by naming the one X both have ("A and B are both from
-Spain."). An option that is a name and a title set off by commas ("Who lived longer, A, 1st Earl of B or
+Spain."); a "No" that begins one of the question's names ("No Doubt") is that name (match@11). An alias of
+little words in lower case ("in" among India's aliases) names nothing (match@11). An option that is a name
+and a title set off by commas ("Who lived longer, A, 1st Earl of B or
 C?") is one option (match@9). A decade is asserted by its years, a common noun by its plural. The
 rules read the reply's sentences
 up to the first that says something beyond the question (an announcement such as "The answer to this
@@ -68,7 +78,8 @@ relative clause after a name or a comma: "Mumbai, which was ..."; a piece that b
 common noun stays part of the statement ("a Swiss mathematician who made ..."); "in the state of North
 Carolina" locates something in North Carolina; an abbreviation ("the US") is compared as one; and a
 multiple-choice reply that offers a second letter as the answer is the same as nothing, even where its
-first line matches the other's word for word.
+first line matches the other's word for word. Since answer@10, two answer slots that hold nothing are no
+answer, not the same one.
 """
 
 from __future__ import annotations
@@ -90,7 +101,7 @@ from elical.annotate.consistency import (
     first_sentence,
     same_word,
 )
-from elical.annotate.text import Token, alias_tokens, contains, starts, token_matches, tokenize
+from elical.annotate.text import ARTICLES, Token, alias_tokens, contains, starts, token_matches, tokenize
 
 # verbs that end a sentence's subject: copulas, auxiliaries, and words that read as past participles
 _VERBS = frozenset([
@@ -129,8 +140,9 @@ _STARTERS = FUNCTION_WORDS | frozenset([
 _SEPARATOR = re.compile(r"^\s*(?:,\s*(?:and|or)?|and|or|&)\s+", re.IGNORECASE)
 _LIST_JOIN = re.compile(r"\b(?:and|or)\b|&", re.IGNORECASE)
 _NAME = re.compile(r"^(?:the\s+)?(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y|and)\s+)*[A-Z0-9][\w'’.\-]*)*")
-_WORD = re.compile(r"^[a-z][\w'’\-]*")
-_WORD_END = re.compile(r"[a-z][\w'’\-]*\s*$")
+_LOWER_WORD = r"(?!(?:and|or|but)\b)[a-z][\w'’\-]*"
+_WORD = re.compile(rf"^{_LOWER_WORD}(?:\s+{_LOWER_WORD}){{0,2}}")  # up to three: "credit card companies"
+_WORD_END = re.compile(rf"(?:{_LOWER_WORD}\s+){{0,2}}{_LOWER_WORD}\s*$")
 _NAME_WORDS = r"(?:[A-Z0-9][\w'’.\-]*)(?:\s+(?:(?:of|the|de|da|di|del|der|von|van|la|le|du|y)\s+)*[A-Z0-9][\w'’.\-]*)*"
 _NAME_END = re.compile(_NAME_WORDS + r"\s*$")
 # the first of a question's options: a name that may end in "?" or "!" ("Which came first, The Love God? or ...")
@@ -341,8 +353,13 @@ def _compares(words: Sequence[str], choice: Choice, asked: Sequence[Token]) -> b
             graded = next((w for w in words[i + 1 :] if w not in FUNCTION_WORDS), None)
             if graded is None or not any(same_word(graded, word) for word in choice.graded):
                 continue
-        return not same_sense
+        return same_sense if _negates(words[max(0, i - 3) : i]) else not same_sense  # "was not born earlier"
     return None
+
+
+def _negates(words: Sequence[str]) -> bool:
+    """Whether the words hold a negation ("not", "never", the "t" of "wasn't")."""
+    return any(w in _NEGATIONS or (w == "t" and i and words[i - 1].endswith("n")) for i, w in enumerate(words))
 
 
 def _superlative(comparative: str) -> str | None:
@@ -419,9 +436,9 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
     if not named:
         return -1
     position, end, option = named[0]
-    if _denied_or_renamed(tokens, end, option_words):
-        return -1
     asked_rest = [t for t in asked if t.text not in option_words]  # the question's words beside its options
+    if _denied_or_renamed(tokens, end, option_words, _compares(words[end:], choice, asked_rest) is not None):
+        return -1
     if "than" in words[end:]:  # "A is older than B", "won more races in A than B": A under the comparative
         than = end + words[end:].index("than")
         if any(o == option and p > than for p, _, o in mentions):
@@ -477,16 +494,17 @@ def _past_the(tokens: Sequence[Token], i: int) -> int:
     return i + 1 if i < len(tokens) and tokens[i].text == "the" else i
 
 
-def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str]) -> bool:
-    """Whether the sentence denies the option it names ("A is not the one") or names a third thing as
-    what the option's description is ("The film with the older director, A, is The Shawshank
-    Redemption"): a copula right after the option, then a negation, or a name that is no option's
+def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str], compared: bool) -> bool:
+    """Whether the sentence denies the option it names ("A is not the one"; ``compared``: the sentence goes on
+    to state the question's comparison, so "A is not older than B" is a comparison, not a denial: match@11) or
+    names a third thing as what the option's description is ("The film with the older director, A, is The
+    Shawshank Redemption"): a copula right after the option, then a negation, or a name that is no option's
     (after "the", or of two words or more: "is American" describes, "is Black Feathers" names; or
     after "called" a few words on: "is actually a film called The Lion King")."""
     if end + 1 >= len(tokens) or tokens[end].text not in _COPULAS:
         return False
     if tokens[end + 1].text in _NEGATIONS:
-        return True
+        return not compared
     called = [i for i in range(end + 1, min(end + 7, len(tokens))) if tokens[i].text in _CALLED]
     if called:  # "A is actually a film called C" (since match@9)
         start = _past_the(tokens, called[0] + 1)
@@ -516,7 +534,7 @@ def _subject_end(tokens: Sequence[Token]) -> int:
 def _list_members(sentence: str, start: int, end: int, lower: bool = False) -> list[str] | None:
     """The names listed with the span [start, end) of the sentence, where it is one member of a list
     with a conjunction ("A, B and C", "A or B"); None where it is not in such a list. ``lower``: the
-    members are lower-case words, as the alias is ("actor and comedian")."""
+    members are lower-case words of up to three, as the occurrence is ("actor and comedian", "credit card companies")."""
     member, member_end = (_WORD, _WORD_END) if lower else (_NAME, _NAME_END)
     members, joins = [sentence[start:end]], []
     rest = sentence[end:]
@@ -553,6 +571,8 @@ def _is_gold(name: str, gold: Sequence[tuple[Token, ...]]) -> bool:
 
 def _sentence_asserts(question: str, sentence: str, aliases: Sequence[str]) -> bool:
     """Whether one sentence of the reply asserts a gold alias (rules 2 to 5)."""
+    if about_another_name(question, sentence):
+        return False
     tokens = tokenize(sentence)
     asked = tokenize(question)
     gold = [alias_tokens(a) for a in aliases]
@@ -581,13 +601,82 @@ def _sentence_asserts(question: str, sentence: str, aliases: Sequence[str]) -> b
             echo = not subject and _echoes(tokens, position, len(needle), asked, needle)  # subject: see above
             if in_question and (echo or _inside_longer_name(tokens, position, len(needle), sentence, span)):
                 continue
-            members = _list_members(sentence, *span, lower=alias.islower()) if span else None
+            if span and _of_other_event(question, sentence[: span[0]]):
+                continue  # "X was born in Vienna" does not say where X died (since match@11)
+            members = _list_members(sentence, *span, lower=sentence[slice(*span)].islower()) if span else None
             if members and not all(_is_gold(m, gold) for m in members):
                 continue
             if any(not _is_gold(other, gold) for other in _compounded(sentence, tokens, position, len(needle))):
                 continue  # "a Canadian-American actor" gives two nationalities, one of them not gold (since match@10)
             return True
     return False
+
+
+def _placed_names(tokens: Sequence[Token]) -> list[tuple[str, list[Token]]]:
+    """The runs of capitalized words (not a first word that is a little word or a question word; little words
+    inside a name are skipped: "Cosimo I de Medici") with the word before each, articles aside ("of" in "the
+    capital of the United States")."""
+    runs: list[tuple[str, list[Token]]] = []
+    before, inside = "", False
+    for i, token in enumerate(tokens):
+        named = token.case != "lower" and not (i == 0 and token.text in _STARTERS | _WH_WORDS)
+        if named and not inside:
+            runs.append((before, []))
+        if named:
+            runs[-1][1].append(token)
+        inside = named or (inside and token.text in _CONNECTORS and i + 1 < len(tokens) and tokens[i + 1].case != "lower")
+        if not inside and token.text not in ARTICLES:
+            before = token.text
+    return runs
+
+
+_PLACING = frozenset(["of", "in", "for", "from", "at", "on"])  # what ties a name to the question's frame
+
+
+def about_another_name(question: str, sentence: str) -> bool:
+    """Whether a sentence says the question's frame of another name: where the question ties a name to its frame
+    by a preposition ("the capital of Ontario"), the sentence's subject ties a name the question lacks to it by
+    the same preposition, beside a word of the question's own, and never names the question's ("The capital of
+    Canada is Toronto." answers another question; since match@11 / answer@10). A near spelling of the question's
+    name, or its initials ("the UK"), is that name."""
+    asked = tokenize(question)
+    placed: dict[str, list[list[Token]]] = {}
+    for before, run in _placed_names(asked):
+        if before in _PLACING:
+            placed.setdefault(before, []).append(run)
+    tokens = tokenize(sentence)
+    subject = tokens[: _subject_end(tokens)]
+    asked_words = {t.text for t in asked}
+    if not placed or not any(t.case == "lower" and t.text not in FUNCTION_WORDS and t.text in asked_words for t in subject):
+        return False
+    said = {t.text for t in tokens}
+    for before, run in _placed_names(subject):
+        names = placed.get(before, [])
+        known = {t.text for name in names for t in name}
+        initials = {"".join(t.text[0] for t in name) for name in names}
+        other = [t for t in run if t.text not in asked_words | initials | {"i"} and not _spells_one_of(t.text, known)]
+        if other and any(not any(t.text in said for t in name) for name in names):
+            return True
+    return False
+
+
+# life events a biography states one after another; an occurrence in a clause about one answers only a question about it
+_EVENTS = {
+    "birth": (frozenset(["born", "birth"]),
+              frozenset(["born", "birth", "birthplace", "native", "hometown", "from", "origin", "bear"])),
+    "death": (frozenset(["died", "death", "buried"]),
+              frozenset(["die", "died", "dies", "death", "buried", "burial", "grave", "killed"])),
+}
+_CLAUSE_START = re.compile(r"[,;:()]|\b(?:and|but|while|whereas|who|which)\b", re.IGNORECASE)
+
+
+def _of_other_event(question: str, before: str) -> bool:
+    """Whether the clause an occurrence ends (``before``: the sentence up to it, from the last comma, colon or
+    conjunction) is about a life event the question does not ask about: "born in 1822 in Vienna" for "Where did
+    X die?" places the birth, not the death."""
+    clause = tokenize(_CLAUSE_START.split(before)[-1])
+    asked = {t.text for t in tokenize(question)}
+    return any(not asked & asking and any(t.text in said for t in clause) for said, asking in _EVENTS.values())
 
 
 _COMPOUND = re.compile(r"\b([A-Z][\w'’]+)-([A-Z][\w'’]+)\b")
@@ -685,7 +774,9 @@ def _polarity(question: str, reply: str) -> str | None:
     said = sentences(reply)
     asked = tokenize(question)
     for k, sentence in enumerate(said):
-        polar = next((t.text for t in tokenize(sentence) if t.text in ("yes", "no")), None)
+        tokens = tokenize(sentence)
+        polar = next((t.text for i, t in enumerate(tokens) if t.text in ("yes", "no") and not _names_word(asked, tokens, i)),
+                     None)
         if polar is not None:  # "No, the answer is not possible to give" withdraws its "no"
             if _WITHDRAWN.search(sentence) and not _WITHDRAWN.search(question):
                 return None
@@ -695,6 +786,14 @@ def _polarity(question: str, reply: str) -> str | None:
     if not said or not asked or asked[0].text not in _YES_NO_START:
         return None
     return _claim_polarity(asked, said[0])
+
+
+def _names_word(asked: Sequence[Token], tokens: Sequence[Token], i: int) -> bool:
+    """Whether the word at ``i`` begins a name the question has, with the word after it ("No Doubt" for "Did the
+    bands No Doubt and ... originate from the same country?" is the band, not a "no": since match@11)."""
+    return i + 1 < len(tokens) and tokens[i].case != "lower" and any(
+        a.text == tokens[i].text and a.case != "lower" and b.text == tokens[i + 1].text
+        for a, b in pairwise(asked[1:]))
 
 
 def _of_all_asked(asked: Sequence[Token], sentence: str) -> bool:
@@ -712,8 +811,7 @@ def _claim_polarity(asked: Sequence[Token], sentence: str) -> str | None:
     two things share (:func:`_names_shared_value`), "no" where it restates the claim negated, else None."""
     claim = [t for t in asked[1:] if t.case == "lower" and t.text not in FUNCTION_WORDS | _CLAIM_JOINS]
     tokens = tokenize(sentence)
-    texts = [t.text for t in tokens]
-    negated = any(w in _NEGATIONS or (w == "t" and i and texts[i - 1].endswith("n")) for i, w in enumerate(texts))
+    negated = _negates([t.text for i, t in enumerate(tokens) if not _names_word(asked, tokens, i)])  # not "No Doubt"
     if _names_shared_value(asked, sentence):
         return None if negated else "yes"
     predicate = tokens[_subject_end(tokens) or len(tokens) :]  # the claim ends what the sentence says
@@ -745,7 +843,7 @@ def _names_shared_value(asked: Sequence[Token], sentence: str) -> bool:
 def asserts_gold(question: str, reply: str, aliases: Sequence[str]) -> bool:
     """Whether the reply asserts one of the gold aliases as its answer to the question (see the module
     docstring); alias containment alone is necessary, not sufficient."""
-    aliases = [a for a in aliases if a and a.strip()]
+    aliases = [a for a in aliases if a and a.strip() and not _little_words(a)]
     words = {normal for a in aliases for normal in [" ".join(t.text for t in tokenize(a))]}
     if words and words <= {"yes", "no"}:
         return _polarity(question, reply) in words
@@ -766,6 +864,14 @@ def asserts_gold(question: str, reply: str, aliases: Sequence[str]) -> bool:
                 and not _preamble(sentence, asked):
             return False  # the first sentence that says something decides
     return False
+
+
+def _little_words(alias: str) -> bool:
+    """Whether a gold alias is only little words in lower case ("in", a country code's lower-case spelling among
+    India's aliases): found in nearly every reply, it names nothing (since match@11). "IN" in capitals is kept:
+    it is found only in capitals (:mod:`elical.annotate.text`)."""
+    tokens = tokenize(alias)
+    return bool(tokens) and all(t.case == "lower" and t.text in FUNCTION_WORDS for t in tokens)
 
 
 def _preamble(sentence: str, asked: Sequence[Token]) -> bool:
@@ -893,7 +999,7 @@ def gives_no_answer(question: str, reply: str) -> bool:
     """Whether a reply asserts no answer: it says nothing beyond the question (an echo, a cut-off
     restatement), or its answering sentence refuses or calls the answer unknown."""
     sentence = _answering_sentence(question, reply)
-    if sentence is None:
+    if sentence is None or about_another_name(question, sentence):
         return True
     if sentence == sentences(reply)[-1] and _cut_before_answer(sentence) and not any(
             _named_run(piece) for piece in answer_slot(question, sentence).pieces):
@@ -1092,7 +1198,7 @@ def same_assertion(question: str, a: str, b: str) -> bool | None:
     if numbers and not (names_a and names_b):
         return False  # a question that asks for a number is answered by one
     words_a, words_b = [t.text for t in slot_a.words], [t.text for t in slot_b.words]
-    if words_a == words_b:
+    if words_a and words_a == words_b:  # two empty slots assert nothing (since answer@10)
         return True
     if len(words_a) > SHORT_SLOT or len(words_b) > SHORT_SLOT:
         return False  # long claims: two statements (even where they share a name), not one short answer
