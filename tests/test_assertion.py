@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@11 and answer@10).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@12 and answer@11).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -152,7 +152,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@11" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@12" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -550,3 +550,46 @@ def test_a_negated_comparison_chooses_the_other_option():
     question = "Who was born earlier, Ann Lee or Bo Chen?"
     assert asserts_gold(question, "Bo Chen was not born earlier than Ann Lee.", ["Ann Lee"])
     assert not asserts_gold(question, "Bo Chen was not born earlier than Ann Lee.", ["Bo Chen"])
+
+
+SAME_COUNTRY = "Are both airports, Alder Field and Birch Field, located in the same country?"
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # "Both A and B are (located) in X." names the one X both have; "from the same X" restates the claim (match@12)
+        (SAME_COUNTRY, "Both airports, Alder Field and Birch Field, are located in Ostland.", ["yes"], True),
+        (SAME_COUNTRY, "Both airports, Alder Field and Birch Field, are located in Ostland.", ["no"], False),
+        (SAME_COUNTRY, "The two airports are indeed both from the same country, Ostland.", ["yes"], True),
+        (SAME_COUNTRY, "The two airports are from different countries.", ["no"], True),
+        (SAME_COUNTRY, "The two airports are not from the same country.", ["no"], True),
+        (SAME_COUNTRY, "Alder Field and Birch Field in the same country are two different airports.", ["yes"], False),
+        # an option of two words is the gold one where the gold alias has a middle name between them
+        ("Which musician is older, Philip Lane or Alec Hart?", "Philip Lane is older than Alec Hart.",
+         ["Philip Steven Lane"], True),
+        ("Which musician is older, Philip Lane or Alec Hart?", "Alec Hart is older than Philip Lane.",
+         ["Philip Steven Lane"], False),
+        # a short lead-in comparison is said of the option after it
+        ("Who was born later, Ron Amis or Guy Mell?", "Born later, Ron Amis is the son of a painter.", ["Ron Amis"], True),
+        ("Who was born later, Ron Amis or Guy Mell?", "Born later, Ron Amis is the son of a painter.", ["Guy Mell"], False),
+        # a sentence that only denies one of two options chooses the other
+        ("Which has more members, Dada or Alt-J?", "The answer is not Dada.", ["Alt-J"], True),
+        ("Which has more members, Dada or Alt-J?", "The answer is not Dada.", ["Dada"], False),
+        # "no." before a capital ends a sentence; "No. 5" does not
+        ("Which has more members, Dada or Alt-J?", "It is a yes or no. Dada has more members than Alt-J.", ["Dada"], True),
+        # a company's alias without its legal form; a Latin plural
+        ("Who developed Quill Books?", "It was developed by Acme's own team.", ["Acme Inc."], True),
+        ("What kind of organism is Zelora?", "Zelora is a type of algae.", ["alga"], True),
+    ],
+)
+def test_asserts_gold_since_match_12(question, reply, gold, expected):
+    assert asserts_gold(question, reply, gold) is expected
+
+
+def test_a_description_after_a_comma_and_an_article_ends_the_answer():
+    """ "X is named after the Y, a major airport ..." gives Y, as a relative clause would (answer@11)."""
+    question = "Who/what is Corran Airport named after?"
+    a = "Corran Airport is named after the Duke of Lorn, which is a title."
+    b = "Corran Airport is named after the Duke of Lorn, a major figure of the region."
+    assert MatchJudge().judge_batch([JudgeQuery("consistency", question, a, (b,))]) == [True]

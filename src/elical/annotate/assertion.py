@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@11; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@12; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -27,8 +27,12 @@ the alias fills the answer's slot of the question. The rules, each general:
    only where the rest of the sentence announces it ("The film is A.", "A is the answer"), in a sentence finished before the token limit
    ("A was born" chooses nothing for "who was born first"). A later sentence, or a clause after "while" or
    "whereas" (match@10), that chooses the other option contradicts the first. A negated comparison chooses the
-   other option ("A was not born earlier than B" chooses B: match@11). The reply is right only if it chooses
-   the gold option.
+   other option ("A was not born earlier than B" chooses B: match@11). Since match@12, a short lead-in
+   comparison is said of the option after it ("Born later, A is ..."), a sentence that only denies one of
+   two options chooses the other ("The answer is not A."), a near spelling of an option's words is theirs
+   ("Loukas Panet." announces Louis Panet), and an option of two words or more is the gold one where a gold
+   alias has more words between them ("Philip Labonte" for "Philip Steven Labonte"). The reply is right
+   only if it chooses the gold option.
 2. **Restated, not answered.** An alias that the question itself names is found in any reply that
    restates the question. Such an occurrence counts only where the reply does not merely repeat it:
    not next to the same content word as in the question ("science historian James Burke"), not as
@@ -52,16 +56,18 @@ the alias fills the answer's slot of the question. The rules, each general:
    bonobos, and gorillas" for "Chimpanzees"), its lower-case members of up to three words ("banks, credit
    card companies, and online payment systems").
 
-A yes/no gold is asserted by the reply's first "yes" or "no" (unless its sentence takes it back: "No,
-it is not possible to answer"), else by a sentence that restates the question's claim (negated: "no"), or
-(match@9) answers "Do A and B share the same X?" by naming the one X both have ("A and B are both from
-Spain."); a "No" that begins one of the question's names ("No Doubt") is that name (match@11). An alias of
-little words in lower case ("in" among India's aliases) names nothing (match@11). An option that is a name
-and a title set off by commas ("Who lived longer, A, 1st Earl of B or
-C?") is one option (match@9). A decade is asserted by its years, a common noun by its plural. The
-rules read the reply's sentences
-up to the first that says something beyond the question (an announcement such as "The answer to this
-question is:" is read past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
+A yes/no gold is asserted by the reply's first "yes" or "no" (unless its sentence takes it back: "No, it is
+not possible to answer"), else by a sentence that restates the question's claim (negated: "no"), or (match@9)
+answers "Do A and B share the same X?" by naming the one X both have ("A and B are both from Spain.", and
+since match@12 "Both A and B are located in Australia."), or (match@12) says they are from the same X (yes) or
+from different Xs (no), the question's own noun after "same"; a "No" that begins one of the question's names
+("No Doubt") is that name (match@11). An alias of little words in lower case ("in" among India's aliases)
+names nothing (match@11). A company's alias counts without its legal form ("Apple Inc.": "Apple"), a noun in
+"-a" in its Latin plural too ("algae"; both match@12); "no." ends a sentence unless a number follows ("No.
+5"). An option that is a name and a title set off by commas ("Who lived longer, A, 1st Earl of B or C?") is
+one option (match@9). A decade is asserted by its years, a common noun by its plural. The rules read the
+reply's sentences up to the first that says something beyond the question (an announcement such as "The answer
+to this question is:" is read past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
 two replies are the same answer only where both assert one and it is the same one; a yes/no question is
 answered by a yes or a no alone (answer@5), a reply cut off by the token limit right before the
 answer it introduces ("The seminar was held at the") asserts none. The answer judge (since answer@6)
@@ -79,7 +85,8 @@ common noun stays part of the statement ("a Swiss mathematician who made ..."); 
 Carolina" locates something in North Carolina; an abbreviation ("the US") is compared as one; and a
 multiple-choice reply that offers a second letter as the answer is the same as nothing, even where its
 first line matches the other's word for word. Since answer@10, two answer slots that hold nothing are no
-answer, not the same one.
+answer, not the same one; since answer@11 a description set off by a comma and "a" or "an" ("the United Arab
+Emirates, a major airport ...") ends the answer as a relative clause does.
 """
 
 from __future__ import annotations
@@ -278,11 +285,15 @@ def _choice_of(question: str, aliases: tuple[str, ...]) -> tuple[Choice, int] | 
 
 
 def _is_gold_text(option: Sequence[Token], aliases: Sequence[str]) -> bool:
-    """Whether an option's words are a gold alias's, or lie inside one, case aside."""
+    """Whether an option's words are a gold alias's, or lie inside one, case aside; a name of two words or more
+    also where the alias has more words between them ("Philip Labonte" for "Philip Steven Labonte": match@12)."""
     words = [t.text for t in option]
     for alias in aliases:
         gold = [t.text for t in alias_tokens(alias)]
         if gold and any(gold[i : i + len(words)] == words for i in range(len(gold) - len(words) + 1)):
+            return True
+        rest = iter(gold)
+        if len(words) > 1 and words[0] == gold[0] and words[-1] == gold[-1] and all(w in rest for w in words):
             return True
     return False
 
@@ -434,6 +445,9 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
     named = [(p, e, o) for p, e, o in mentions if p not in restated | echoed
              and not (p > 0 and words[p - 1] in _NEGATIONS) and not compared_side(p)]
     if not named:
+        denied = {o for p, _, o in mentions if p > 0 and words[p - 1] in _NEGATIONS and p not in restated | echoed}
+        if len(choice.options) == 2 and len(denied) == 1 and len(mentions) == 1:
+            return 1 - denied.pop()  # "The answer is not A." chooses B (since match@12)
         return -1
     position, end, option = named[0]
     asked_rest = [t for t in asked if t.text not in option_words]  # the question's words beside its options
@@ -452,7 +466,10 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
         between = words[end : later[0]]
         ends_clause = any(re.search(rf"\b{re.escape(w)}\s*[,;]", sentence, re.IGNORECASE) for w in between if w in _ANTONYM)
         own_clause = bool(between) and (between[-1] in _ANTONYM or ends_clause or bool(_CLAUSE_JOIN & set(between)))
-        return _under(option, _compares(between, choice, asked_rest) if own_clause else None, choice)
+        said = _compares(between, choice, asked_rest) if own_clause else None
+        if said is None and position <= 3:  # "Born later, A is ... B": a short lead-in said of A (since match@12)
+            said = _compares(words[:position], choice, asked_rest)
+        return _under(option, said, choice)
     said = _compares(words[:position] + words[end:], choice, asked_rest)
     if said is not None:  # "A is the older", and "A is the younger" (the opposite sense) chooses the other option
         return _under(option, said, choice)
@@ -461,8 +478,12 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
     before, after = _content(tokens[:position]), _content(tokens[end:])
     finished = bool(re.search(r"[.!?]\W*$", sentence)) or not choice.comparative
     own = asked_rest + list(choice.options[option])  # the question's words, less the other options'
-    announces = all(t.text in _ANNOUNCING or _in(t, own) for t in before) and all(
-        t.text in _ANNOUNCING or (_in(t, own) and finished) for t in after)
+    spelt = {t.text for t in choice.options[option]}  # a near spelling of the option's words is theirs ("Loukas Panet")
+
+    def owned(t: Token) -> bool:
+        return t.text in _ANNOUNCING or _in(t, own) or (t.case != "lower" and _spells_one_of(t.text, spelt))
+
+    announces = all(map(owned, before)) and all(owned(t) and (finished or t.text in _ANNOUNCING) for t in after)
     return option if announces and not _cut_before_answer(sentence) else -1  # "A," cut off
 
 
@@ -814,6 +835,10 @@ def _claim_polarity(asked: Sequence[Token], sentence: str) -> str | None:
     negated = _negates([t.text for i, t in enumerate(tokens) if not _names_word(asked, tokens, i)])  # not "No Doubt"
     if _names_shared_value(asked, sentence):
         return None if negated else "yes"
+    kind = next((b.text for a, b in pairwise(asked) if a.text == "same"), None)  # "the same country?"
+    for word, after in pairwise(t.text for t in tokens[_subject_end(tokens) or len(tokens) :]):
+        if kind and word in ("same", "different") and (same_word(after, kind) or after in _plurals(kind)):  # match@12
+            return ("no" if negated else "yes") if word == "same" else (None if negated else "no")
     predicate = tokens[_subject_end(tokens) or len(tokens) :]  # the claim ends what the sentence says
     if not claim or not all(_in(t, tokens) for t in claim) or not _in(claim[-1], predicate):
         return None
@@ -824,19 +849,22 @@ _SHARED_VALUE = re.compile(
     r"\b(?:both|all)\s+(?:(?:located|based|born)\s+)?(?:in|from)\s+(?:the\s+)?"  # "both (located) in the"
     r"((?:[A-Z][\w'’.-]*\s*)+?)\s*(?=$|[.,;:!?]|\s(?:and|but)\b)"  # a name that ends the phrase
     r"|\b(?:both|all)\s+([A-Z][\w'’-]*)\s*(?=$|[.,;!?]|\s(?:and|but)\b)"  # "both African-American."
+    # "Both A and B are located in Australia." (since match@12)
+    r"|^\s*(?:[Bb]oth|[Aa]ll)\b[^.;]*?\b(?:are|were)\s+(?:(?:located|based|born)\s+)?(?:in|from)\s+(?:the\s+)?"
+    r"((?:[A-Z][\w'’.-]*\s*)+?)\s*(?=$|[.,;:!?]|\s(?:and|but)\b)"
 )
 
 
 def _names_shared_value(asked: Sequence[Token], sentence: str) -> bool:
     """Whether a sentence answers "Do A and B share the same X?" by naming the one X they both have: "both"
     (or "all") from or in a name that ends the phrase ("A and B are both from Spain.", "... are all from the
-    United States"), or a name alone that ends the sentence or a clause ("... are both African-American.",
-    "both Canadian, but ...": match@10); not a name that qualifies a noun ("both located in the Indian
-    subcontinent", "both French films"). Since match@9."""
+    United States", "Both A and B are located in Australia.": match@12), or a name alone that ends the sentence or
+    a clause ("... are both African-American.", "both Canadian, but ...": match@10); not a name that qualifies a
+    noun ("both located in the Indian subcontinent", "both French films"). Since match@9."""
     if not any(t.text == "same" for t in asked):
         return False
     found = _SHARED_VALUE.search(sentence)
-    named = tokenize((found.group(1) or found.group(2)) if found else "")
+    named = tokenize(next((g for g in found.groups() if g), "")) if found else ()
     return bool(named) and not all(_in(t, asked) for t in named)
 
 
@@ -851,7 +879,8 @@ def asserts_gold(question: str, reply: str, aliases: Sequence[str]) -> bool:
     if picked is not None:
         choice, gold = picked
         return chosen_option(question, reply, choice) == gold
-    aliases += [form for a in aliases for form in _decade_years(a) + _plurals(a) + _without_kind(a, question)]
+    aliases += [form for a in aliases for form in _decade_years(a) + _plurals(a) + _without_kind(a, question)
+                + _without_legal_form(a)]
     said = tokenize(reply)
     demonyms = _asks_nationality(question)  # "a Japanese actress" gives Japan as a citizenship
     if not any(contains(said, alias_tokens(a)) or (demonyms and _found(said, alias_tokens(a))) for a in aliases):
@@ -906,6 +935,15 @@ def _without_kind(alias: str, question: str) -> list[str]:
     return [" ".join(words[:-1])]
 
 
+_LEGAL_SUFFIX = re.compile(r"^(.*\S)\s*,?\s+(?:Inc|Corporation|Corp|Ltd|Limited|LLC|PLC|GmbH|AG)\.?$")
+
+
+def _without_legal_form(alias: str) -> list[str]:
+    """A company's gold alias less its legal form ("Apple Inc.": "Apple"), the name it goes by (since match@12)."""
+    found = _LEGAL_SUFFIX.match(alias.strip())
+    return [found.group(1)] if found else []
+
+
 _DECADE = re.compile(r"^\s*(?:the\s+)?(1[0-9]{2}|20[0-9])0'?s\s*$", re.IGNORECASE)
 
 
@@ -922,7 +960,8 @@ def _plurals(alias: str) -> list[str]:
         return []
     if head.endswith("y") and head[-2] not in "aeiou":
         return [alias.strip()[:-1] + "ies"]
-    return [alias.strip() + ("es" if head.endswith(("x", "ch", "sh")) else "s")]
+    latin = [alias.strip() + "e"] if head.endswith("a") else []  # "alga": "algae" (since match@12)
+    return [alias.strip() + ("es" if head.endswith(("x", "ch", "sh")) else "s"), *latin]
 
 
 _ANNOUNCEMENT = re.compile(r"(?:the\s+)?(?:correct\s+|short\s+)?answer(?:\s+to\s+(?:this|the|your)\s+question)?\s+is\s*:?", re.IGNORECASE)
@@ -1113,7 +1152,8 @@ def _described_end(tokens: Sequence[Token], owner: Sequence[int], start: int, qu
         token, starts_piece = tokens[i], owner[i] != owner[i - 1]
         participle = token.case == "lower" and (token.text in _DESCRIBING or token.text.endswith("ed"))
         relative = token.text in _RELATIVES and (starts_piece or tokens[i - 1].case != "lower")
-        if relative or (participle and starts_piece):
+        appositive = starts_piece and token.text in ("a", "an") and tokens[i - 1].case != "lower"  # "UAE, a ...": answer@11
+        if relative or (participle and starts_piece) or appositive:
             verb = next((t.text for t in tokens[i + 1 :] if t.text not in FUNCTION_WORDS), "") if relative else token.text
             if not _asked(verb, asked):
                 return i

@@ -56,7 +56,7 @@ _ABBREVIATIONS = frozenset("mr mrs ms dr st mt ft jr sr co inc ltd corp no vs et
 
 def first_sentence(text: str) -> str:
     """The reply up to the end of its first sentence or line; a full stop after an initial or a
-    common abbreviation ("U.S.", "Co.", "St.") or before a lower-case word ends no sentence."""
+    common abbreviation ("U.S.", "Co.", "St.", "No." before a number) or before a lower-case word ends no sentence."""
     for found in _BREAK.finditer(text):
         head = text[: found.start()].strip()
         if not head:
@@ -65,7 +65,9 @@ def first_sentence(text: str) -> str:
             return head
         last = _LAST_WORD.search(head)
         after = text[found.end() :].lstrip()[:1]
-        abbreviation = last is not None and (len(last.group(1)) == 1 or last.group(1).lower() in _ABBREVIATIONS)
+        word = last.group(1).lower() if last is not None else ""
+        # "No. 5" abbreviates; "yes or no. Dada ..." ends a sentence (since match@12)
+        abbreviation = len(word) == 1 or (word in _ABBREVIATIONS and (word != "no" or after.isdigit()))
         if not abbreviation and (after.isupper() or after.isdigit() or after in "\"'“‘("):
             return text[: found.end()].strip()
     return text.strip()
