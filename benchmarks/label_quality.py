@@ -16,7 +16,8 @@ paper_*_test6 the sixth (fresh questions, drawn by match@9 / answer@8 with more 
 scored whole before anyone read it, then split with labels_split.py --salt 43: one half for writing match@10 / answer@9);
 paper_*_test7 the seventh, drawn by match@10 / answer@9 and scored once after they were final (its false positives
 then read for match@11 / answer@10); paper_*_test8 the eighth, drawn by match@11 / answer@10 and scored once after they
-were final.
+were final (its misses then read for match@12 / answer@11); paper_*_test9 the ninth, drawn by match@12 / answer@11 and
+scored once after they were final.
 
     python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
 """
