@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@12 and answer@11).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@13 and answer@12).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -152,7 +152,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@12" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@13" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -593,3 +593,25 @@ def test_a_description_after_a_comma_and_an_article_ends_the_answer():
     a = "Corran Airport is named after the Duke of Lorn, which is a title."
     b = "Corran Airport is named after the Duke of Lorn, a major figure of the region."
     assert MatchJudge().judge_batch([JudgeQuery("consistency", question, a, (b,))]) == [True]
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # a "no" that its sentence takes back with a refusal answers nothing (match@13)
+        (SAME_COUNTRY, "No, I'm not able to answer the question for you.", ["no"], False),
+        (SAME_COUNTRY, "No, I'm afraid that's not what I was asked to answer.", ["no"], False),
+        (SAME_COUNTRY, "No, they are in different countries.", ["no"], True),
+        # a sentence that sets out how to answer chooses nothing; a later one may
+        ("Who was born later, Ron Amis or Guy Mell?", "To determine who was born later, Ron Amis, let's compare their ages.",
+         ["Ron Amis"], False),
+        ("Who was born later, Ron Amis or Guy Mell?",
+         "To determine who was born later, let's compare their ages. Ron Amis was born later than Guy Mell.", ["Ron Amis"],
+         True),
+        ("Which artist lives closer to Ostland, Ron Amis or Guy Mell?",
+         "To determine which artist lives closer to Ostland, Ron Amis is the better choice as he lives closer to Ostland.",
+         ["Ron Amis"], True),
+    ],
+)
+def test_asserts_gold_since_match_13(question, reply, gold, expected):
+    assert asserts_gold(question, reply, gold) is expected

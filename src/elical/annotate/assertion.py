@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@12; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@13; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -31,8 +31,9 @@ the alias fills the answer's slot of the question. The rules, each general:
    comparison is said of the option after it ("Born later, A is ..."), a sentence that only denies one of
    two options chooses the other ("The answer is not A."), a near spelling of an option's words is theirs
    ("Loukas Panet." announces Louis Panet), and an option of two words or more is the gold one where a gold
-   alias has more words between them ("Philip Labonte" for "Philip Steven Labonte"). The reply is right
-   only if it chooses the gold option.
+   alias has more words between them ("Philip Labonte" for "Philip Steven Labonte"). A sentence that sets out
+   how to answer ("To determine who was born later, A, let's compare ...") chooses nothing yet (match@13).
+   The reply is right only if it chooses the gold option.
 2. **Restated, not answered.** An alias that the question itself names is found in any reply that
    restates the question. Such an occurrence counts only where the reply does not merely repeat it:
    not next to the same content word as in the question ("science historian James Burke"), not as
@@ -57,7 +58,7 @@ the alias fills the answer's slot of the question. The rules, each general:
    card companies, and online payment systems").
 
 A yes/no gold is asserted by the reply's first "yes" or "no" (unless its sentence takes it back: "No, it is
-not possible to answer"), else by a sentence that restates the question's claim (negated: "no"), or (match@9)
+not possible to answer", and since match@13 "No, I'm not able to answer", "No, I'm afraid ..."), else by a sentence that restates the question's claim (negated: "no"), or (match@9)
 answers "Do A and B share the same X?" by naming the one X both have ("A and B are both from Spain.", and
 since match@12 "Both A and B are located in Australia."), or (match@12) says they are from the same X (yes) or
 from different Xs (no), the question's own noun after "same"; a "No" that begins one of the question's names
@@ -407,6 +408,9 @@ def _under(option: int, opposite: bool | None, choice: Choice) -> int:
 
 
 _CLAUSE_JOIN = frozenset(["and", "but", "while", "whereas"])
+# a sentence that sets out how to answer: "To determine which film came first, let's compare ..."
+_METHOD = re.compile(r"\s*(?:(?:to|in order to) (?:determine|answer|find out|find|figure out|decide)\b.*?\b(?:let'?s|let us|we (?:need|must|have|will|can|should)|i (?:need|will|must)|compare|consider|analy[sz]e)|let'?s)\b",
+                     re.IGNORECASE)
 _COMPARED_TO = re.compile(r"^(?:than|compared (?:to|with)|in comparison (?:to|with)|unlike)$")
 
 
@@ -426,8 +430,8 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
     tokens = tokenize(sentence)
     words = [t.text for t in tokens]
     mentions = _mentions(tokens, choice)
-    if not mentions:
-        return None
+    if not mentions or _METHOD.match(sentence):
+        return None  # "To determine who was born later, A, let's compare ..." sets out a method (since match@13)
     restated = set()
     for (p1, e1, o1), (p2, _, o2) in pairwise(mentions):
         between = words[e1:p2]
@@ -799,8 +803,8 @@ def _polarity(question: str, reply: str) -> str | None:
         polar = next((t.text for i, t in enumerate(tokens) if t.text in ("yes", "no") and not _names_word(asked, tokens, i)),
                      None)
         if polar is not None:  # "No, the answer is not possible to give" withdraws its "no"
-            if _WITHDRAWN.search(sentence) and not _WITHDRAWN.search(question):
-                return None
+            if any(p.search(sentence) and not p.search(question) for p in (_WITHDRAWN, _NO_ANSWER, _AFRAID)):
+                return None  # "No, I'm not able to answer", "No, I'm afraid ..." (since match@13)
             taken_back = any(_claim_polarity(asked, later) not in (None, polar)
                              for later in said[k + 1 :] if _of_all_asked(asked, later))
             return None if taken_back else polar
@@ -979,6 +983,7 @@ _YES_NO_START = frozenset([
     "is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would",
     "should"
 ])
+_AFRAID = re.compile(r"\bi'?m afraid\b|\bi am afraid\b", re.IGNORECASE)
 _NO_ANSWER = re.compile(
     r"\b(?:i'?m sorry|i am sorry|i apologi[sz]e|i don'?t know|i do not know|i cannot|i can'?t|i'?m not (?:sure|able|aware)"
     r"|i am not (?:sure|able|aware)|unable to|not possible to|no (?:information|answer|record)|not (?:known|available|specified|mentioned)"
