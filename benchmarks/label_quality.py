@@ -17,7 +17,8 @@ scored whole before anyone read it, then split with labels_split.py --salt 43: o
 paper_*_test7 the seventh, drawn by match@10 / answer@9 and scored once after they were final (its false positives
 then read for match@11 / answer@10); paper_*_test8 the eighth, drawn by match@11 / answer@10 and scored once after they
 were final (its misses then read for match@12 / answer@11); paper_*_test9 the ninth, drawn by match@12 / answer@11 and
-scored once after they were final.
+scored once after they were final (its false positives then read for match@13 / answer@12); paper_*_test10 the tenth,
+drawn by match@13 / answer@12 and scored once after they were final.
 
     python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
 """
