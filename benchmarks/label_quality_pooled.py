@@ -1,0 +1,58 @@
+"""One judge's population-weighted quality pooled over several labelled draws (issue 21): each draw is a sample of
+the same run population, so the pooled estimate is the draws' average (each draw's weights divided by the number of
+draws; strata kept apart per draw for the stratified bootstrap). A single draw's precision moves by ten points from one
+draw to the next; pooling the draws a judge was never written on gives the estimate to trust.
+
+    python benchmarks/label_quality_pooled.py --judge match@10 --commit d7eaa21 \
+        --sets tests/data/labels/paper_correctness_test7.jsonl tests/data/labels/paper_correctness_test8.jsonl ...
+
+`--judge` names the judge as the default task judges do (match for correctness, answer for consistency) with the code
+checked out (run it from a worktree of `--commit` with PYTHONPATH pointing at its src; the commit is only recorded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from pathlib import Path
+
+from elical.annotate.config import AnnotateConfig
+from elical.annotate.judge_check import read_pairs
+from elical.annotate.judge_factory import judge_maker
+from elical.audit.score import Labelled, quality_table
+
+
+def pooled(paths: list[Path]) -> tuple[str, list[Labelled]]:
+    """The judge's name and the pooled items of the sheets (one task), each draw's weights averaged in."""
+    make = judge_maker(AnnotateConfig())
+    items: list[Labelled] = []
+    name = ""
+    for path in paths:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        judge = make("match" if rows[0]["task"] == "correctness" else "answer")
+        name = judge.name
+        decisions = judge.judge_batch([pair.query for pair in read_pairs(path)])
+        items += [Labelled(bool(d), bool(r["label"]), float(r["weight"]) / len(paths), f"{path.stem}/{r['stratum']}",
+                           r["dataset"], r["category"] or "other") for r, d in zip(rows, decisions)]
+    return name, items
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", type=Path, nargs="+", required=True)
+    parser.add_argument("--commit", default="", help="the commit whose judges ran (recorded in the output)")
+    parser.add_argument("--resamples", type=int, default=1000)
+    args = parser.parse_args()
+    name, items = pooled(args.sets)
+    overall = quality_table(items, by=(), n_resamples=args.resamples)[0]
+
+    def cell(k: str) -> str:
+        return f"{100 * overall[k]:.1f} [{100 * overall[k + '_low']:.1f}, {100 * overall[k + '_high']:.1f}]"
+
+    print(f"| {name} ({args.commit or 'working tree'}) | {', '.join(p.stem for p in args.sets)} | {len(items)} | "
+          f"{cell('error')} | {cell('precision')} | {cell('recall')} |  <!-- {platform.node()} -->")
+
+
+if __name__ == "__main__":
+    main()
