@@ -58,17 +58,18 @@ the alias fills the answer's slot of the question. The rules, each general:
    card companies, and online payment systems").
 
 A yes/no gold is asserted by the reply's first "yes" or "no" (unless its sentence takes it back: "No, it is
-not possible to answer", and since match@13 "No, I'm not able to answer", "No, I'm afraid ..."), else by a sentence that restates the question's claim (negated: "no"), or (match@9)
-answers "Do A and B share the same X?" by naming the one X both have ("A and B are both from Spain.", and
-since match@12 "Both A and B are located in Australia."), or (match@12) says they are from the same X (yes) or
-from different Xs (no), the question's own noun after "same"; a "No" that begins one of the question's names
-("No Doubt") is that name (match@11). An alias of little words in lower case ("in" among India's aliases)
-names nothing (match@11). A company's alias counts without its legal form ("Apple Inc.": "Apple"), a noun in
-"-a" in its Latin plural too ("algae"; both match@12); "no." ends a sentence unless a number follows ("No.
-5"). An option that is a name and a title set off by commas ("Who lived longer, A, 1st Earl of B or C?") is
-one option (match@9). A decade is asserted by its years, a common noun by its plural. The rules read the
-reply's sentences up to the first that says something beyond the question (an announcement such as "The answer
-to this question is:" is read past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
+not possible to answer", and since match@13 "No, I'm not able to answer", "No, I'm afraid ..."), else by a
+sentence that restates the question's claim (negated: "no"), or (match@9) answers "Do A and B share the same
+X?" by naming the one X both have ("A and B are both from Spain.", and since match@12 "Both A and B are
+located in Australia."), or (match@12) says they are from the same X (yes) or from different Xs (no), the
+question's own noun after "same"; a "No" that begins one of the question's names ("No Doubt") is that name
+(match@11). An alias of little words in lower case ("in" among India's aliases) names nothing (match@11). A
+company's alias counts without its legal form ("Apple Inc.": "Apple"), a noun in "-a" in its Latin plural too
+("algae"; both match@12); "no." ends a sentence unless a number follows ("No. 5"). An option that is a name
+and a title set off by commas ("Who lived longer, A, 1st Earl of B or C?") is one option (match@9). A decade
+is asserted by its years, a common noun by its plural. The rules read the reply's sentences up to the first
+that says something beyond the question (an announcement such as "The answer to this question is:" is read
+past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
 two replies are the same answer only where both assert one and it is the same one; a yes/no question is
 answered by a yes or a no alone (answer@5), a reply cut off by the token limit right before the
 answer it introduces ("The seminar was held at the") asserts none. The answer judge (since answer@6)
