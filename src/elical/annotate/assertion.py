@@ -410,8 +410,11 @@ def _under(option: int, opposite: bool | None, choice: Choice) -> int:
 
 _CLAUSE_JOIN = frozenset(["and", "but", "while", "whereas"])
 # a sentence that sets out how to answer: "To determine which film came first, let's compare ..."
-_METHOD = re.compile(r"\s*(?:(?:to|in order to) (?:determine|answer|find out|find|figure out|decide)\b.*?\b(?:let'?s|let us|we (?:need|must|have|will|can|should)|i (?:need|will|must)|compare|consider|analy[sz]e)|let'?s)\b",
-                     re.IGNORECASE)
+_METHOD = re.compile(
+    r"\s*(?:(?:to|in order to) (?:determine|answer|find out|find|figure out|decide)\b"  # "To determine ...,"
+    r".*?\b(?:let'?s|let us|we (?:need|must|have|will|can|should)|i (?:need|will|must)|compare|consider|analy[sz]e)"
+    r"|let'?s)\b",
+    re.IGNORECASE)
 _COMPARED_TO = re.compile(r"^(?:than|compared (?:to|with)|in comparison (?:to|with)|unlike)$")
 
 
@@ -650,7 +653,8 @@ def _placed_names(tokens: Sequence[Token]) -> list[tuple[str, list[Token]]]:
             runs.append((before, []))
         if named:
             runs[-1][1].append(token)
-        inside = named or (inside and token.text in _CONNECTORS and i + 1 < len(tokens) and tokens[i + 1].case != "lower")
+        next_named = i + 1 < len(tokens) and tokens[i + 1].case != "lower"
+        inside = named or (inside and token.text in _CONNECTORS and next_named)
         if not inside and token.text not in ARTICLES:
             before = token.text
     return runs
@@ -673,7 +677,8 @@ def about_another_name(question: str, sentence: str) -> bool:
     tokens = tokenize(sentence)
     subject = tokens[: _subject_end(tokens)]
     asked_words = {t.text for t in asked}
-    if not placed or not any(t.case == "lower" and t.text not in FUNCTION_WORDS and t.text in asked_words for t in subject):
+    frame = any(t.case == "lower" and t.text not in FUNCTION_WORDS and t.text in asked_words for t in subject)
+    if not placed or not frame:
         return False
     said = {t.text for t in tokens}
     for before, run in _placed_names(subject):
@@ -801,8 +806,8 @@ def _polarity(question: str, reply: str) -> str | None:
     asked = tokenize(question)
     for k, sentence in enumerate(said):
         tokens = tokenize(sentence)
-        polar = next((t.text for i, t in enumerate(tokens) if t.text in ("yes", "no") and not _names_word(asked, tokens, i)),
-                     None)
+        polar = next((t.text for i, t in enumerate(tokens)
+                      if t.text in ("yes", "no") and not _names_word(asked, tokens, i)), None)
         if polar is not None:  # "No, the answer is not possible to give" withdraws its "no"
             if any(p.search(sentence) and not p.search(question) for p in (_WITHDRAWN, _NO_ANSWER, _AFRAID)):
                 return None  # "No, I'm not able to answer", "No, I'm afraid ..." (since match@13)
