@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@13 and answer@12).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@14 and answer@13).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -152,7 +152,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@13" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@14" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -615,3 +615,31 @@ def test_a_description_after_a_comma_and_an_article_ends_the_answer():
 )
 def test_asserts_gold_since_match_13(question, reply, gold, expected):
     assert asserts_gold(question, reply, gold) is expected
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # a pick the reply calls another option "actually" is taken back (match@14)
+        ("Which film was released earlier, Dawn or Dusk?", "Dawn was released earlier, but it's actually Dusk.", ["Dawn"],
+         False),
+        ("Which film was released earlier, Dawn or Dusk?", "Dawn was released earlier, but it was actually filmed in Rome.",
+         ["Dawn"], True),
+        # a yes or no that the rest of its sentence contradicts with "both" answers nothing
+        ("Are Alder and Birch both in the family Rosaceae?", "No, Alder and Birch are both in the family Rosaceae.", ["no"],
+         False),
+        ("Are Alder and Birch both in the family Rosaceae?", "No, they are not both in the family Rosaceae.", ["no"], True),
+    ],
+)
+def test_asserts_gold_since_match_14(question, reply, gold, expected):
+    assert asserts_gold(question, reply, gold) is expected
+
+
+def test_a_year_is_not_the_place_a_where_question_asks_for():
+    """ "born in 1980 in Wilmore" and "born in 1980 in Ostland" give different places, not the same year (answer@13)."""
+    question = "Where was Karl Ostler born?"
+    a = "Karl Ostler was born in 1980 in Wilmore, a village."
+    b = "Karl Ostler was born in 1980 in Ostland."
+    same = "Karl Ostler was born in 1980 in Wilmore."
+    assert MatchJudge().judge_batch([JudgeQuery("consistency", question, a, (b,)),
+                                     JudgeQuery("consistency", question, a, (same,))]) == [False, True]

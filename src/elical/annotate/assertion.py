@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@13; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@14; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -32,8 +32,9 @@ the alias fills the answer's slot of the question. The rules, each general:
    two options chooses the other ("The answer is not A."), a near spelling of an option's words is theirs
    ("Loukas Panet." announces Louis Panet), and an option of two words or more is the gold one where a gold
    alias has more words between them ("Philip Labonte" for "Philip Steven Labonte"). A sentence that sets out
-   how to answer ("To determine who was born later, A, let's compare ...") chooses nothing yet (match@13).
-   The reply is right only if it chooses the gold option.
+   how to answer ("To determine who was born later, A, let's compare ...") chooses nothing yet (match@13); a
+   pick the reply calls another option "actually" ("A was released earlier, but it's actually B") is taken
+   back (match@14). The reply is right only if it chooses the gold option.
 2. **Restated, not answered.** An alias that the question itself names is found in any reply that
    restates the question. Such an occurrence counts only where the reply does not merely repeat it:
    not next to the same content word as in the question ("science historian James Burke"), not as
@@ -58,18 +59,19 @@ the alias fills the answer's slot of the question. The rules, each general:
    card companies, and online payment systems").
 
 A yes/no gold is asserted by the reply's first "yes" or "no" (unless its sentence takes it back: "No, it is
-not possible to answer", and since match@13 "No, I'm not able to answer", "No, I'm afraid ..."), else by a
-sentence that restates the question's claim (negated: "no"), or (match@9) answers "Do A and B share the same
-X?" by naming the one X both have ("A and B are both from Spain.", and since match@12 "Both A and B are
-located in Australia."), or (match@12) says they are from the same X (yes) or from different Xs (no), the
-question's own noun after "same"; a "No" that begins one of the question's names ("No Doubt") is that name
-(match@11). An alias of little words in lower case ("in" among India's aliases) names nothing (match@11). A
-company's alias counts without its legal form ("Apple Inc.": "Apple"), a noun in "-a" in its Latin plural too
-("algae"; both match@12); "no." ends a sentence unless a number follows ("No. 5"). An option that is a name
-and a title set off by commas ("Who lived longer, A, 1st Earl of B or C?") is one option (match@9). A decade
-is asserted by its years, a common noun by its plural. The rules read the reply's sentences up to the first
-that says something beyond the question (an announcement such as "The answer to this question is:" is read
-past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
+not possible to answer", and since match@13 "No, I'm not able to answer", "No, I'm afraid ...", or, since
+match@14, the rest of its sentence says the opposite of it with "both": "No, A and B are both in the family
+Apiaceae"), else by a sentence that restates the question's claim (negated: "no"), or (match@9) answers "Do A
+and B share the same X?" by naming the one X both have ("A and B are both from Spain.", and since match@12
+"Both A and B are located in Australia."), or (match@12) says they are from the same X (yes) or from different
+Xs (no), the question's own noun after "same"; a "No" that begins one of the question's names ("No Doubt") is
+that name (match@11). An alias of little words in lower case ("in" among India's aliases) names nothing
+(match@11). A company's alias counts without its legal form ("Apple Inc.": "Apple"), a noun in "-a" in its
+Latin plural too ("algae"; both match@12); "no." ends a sentence unless a number follows ("No. 5"). An option
+that is a name and a title set off by commas ("Who lived longer, A, 1st Earl of B or C?") is one option
+(match@9). A decade is asserted by its years, a common noun by its plural. The rules read the reply's
+sentences up to the first that says something beyond the question (an announcement such as "The answer to this
+question is:" is read past). Consistency (:func:`same_assertion`, the answer judge since answer@3):
 two replies are the same answer only where both assert one and it is the same one; a yes/no question is
 answered by a yes or a no alone (answer@5), a reply cut off by the token limit right before the
 answer it introduces ("The seminar was held at the") asserts none. The answer judge (since answer@6)
@@ -88,7 +90,8 @@ Carolina" locates something in North Carolina; an abbreviation ("the US") is com
 multiple-choice reply that offers a second letter as the answer is the same as nothing, even where its
 first line matches the other's word for word. Since answer@10, two answer slots that hold nothing are no
 answer, not the same one; since answer@11 a description set off by a comma and "a" or "an" ("the United Arab
-Emirates, a major airport ...") ends the answer as a relative clause does.
+Emirates, a major airport ...") ends the answer as a relative clause does; since answer@13 a year is not the name
+a slot gives where the question asks for no number ("born in 1980 in Wilmore" names Wilmore).
 """
 
 from __future__ import annotations
@@ -313,8 +316,18 @@ def chosen_option(question: str, reply: str, choice: Choice) -> int | None:
             if picked < 0:
                 return None
             later = (_sentence_choice(s, choice, asked) for s in said[i + 1 :])
-            return None if any(p is not None and p >= 0 and p != picked for p in later) else picked  # contradicted
+            if any(p is not None and p >= 0 and p != picked for p in later):
+                return None  # contradicted
+            return None if _actually_other(" ".join(said[i:]), choice, picked) else picked
     return None
+
+
+def _actually_other(text: str, choice: Choice, picked: int) -> bool:
+    """Whether the text calls the picked option "actually" another one ("A was released earlier, but it's actually
+    B.": since match@14): a mention of another option within three words after "actually" takes the pick back."""
+    tokens = tokenize(text)
+    actually = [i for i, t in enumerate(tokens) if t.text == "actually"]
+    return any(o != picked and 0 < p - i <= 3 for i in actually for p, _, o in _mentions(tokens, choice))
 
 
 def _mentions(tokens: Sequence[Token], choice: Choice) -> list[tuple[int, int, int]]:
@@ -811,8 +824,10 @@ def _polarity(question: str, reply: str) -> str | None:
         if polar is not None:  # "No, the answer is not possible to give" withdraws its "no"
             if any(p.search(sentence) and not p.search(question) for p in (_WITHDRAWN, _NO_ANSWER, _AFRAID)):
                 return None  # "No, I'm not able to answer", "No, I'm afraid ..." (since match@13)
-            taken_back = any(_claim_polarity(asked, later) not in (None, polar)
-                             for later in said[k + 1 :] if _of_all_asked(asked, later))
+            rest = sentence[sentence.lower().find(polar) + len(polar) :]  # "No, A and B are both X": the rest says yes
+            both = any(t.text == "both" for t in tokenize(rest))
+            taken_back = (both and _claim_polarity(asked, rest) not in (None, polar)) or any(
+                _claim_polarity(asked, later) not in (None, polar) for later in said[k + 1 :] if _of_all_asked(asked, later))
             return None if taken_back else polar
     if not said or not asked or asked[0].text not in _YES_NO_START:
         return None
@@ -1215,6 +1230,8 @@ def _names(slot: Slot, numbers: bool) -> list[tuple[Token, ...]]:
         piece = tuple(Token(_NUMBER_WORDS.get(t.text, t.text), t.case) for t in piece)
         words = [t for t in piece if any(map(str.isdigit, t.text))] if numbers else list(piece)
         run = _named_run(words)
+        if not numbers and run and all(t.text.isdigit() for t in run):
+            run = _named_run(words[words.index(run[-1]) + 1 :])  # "born in 1980 in Wilmore": Wilmore (answer@13)
         if run:
             runs.append(run)
     return runs
