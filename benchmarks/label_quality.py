@@ -18,7 +18,8 @@ paper_*_test7 the seventh, drawn by match@10 / answer@9 and scored once after th
 then read for match@11 / answer@10); paper_*_test8 the eighth, drawn by match@11 / answer@10 and scored once after they
 were final (its misses then read for match@12 / answer@11); paper_*_test9 the ninth, drawn by match@12 / answer@11 and
 scored once after they were final (its false positives then read for match@13 / answer@12); paper_*_test10 the tenth,
-drawn by match@13 / answer@12 and scored once after they were final.
+drawn by match@13 / answer@12 and scored once after they were final (its false positives then read for match@14 /
+answer@13); paper_*_test11 the eleventh, drawn by match@14 / answer@13 and scored once after they were final.
 
     python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
 """
@@ -69,7 +70,9 @@ def main() -> None:
             tables[name] = rows_q
             overall = rows_q[0]
 
-            def cell(k: str, overall: dict = overall) -> str:
+            def cell(k: str, overall: dict = overall) -> str:  # "-": no decision to rate (a judge that says 1 nowhere)
+                if k + "_low" not in overall or overall[k] != overall[k]:
+                    return "-"
                 return f"{100 * overall[k]:.1f} [{100 * overall[k + '_low']:.1f}, {100 * overall[k + '_high']:.1f}]"
 
             summary.append(f"| {name} | {cell('error')} | {cell('precision')} | {cell('recall')} | "

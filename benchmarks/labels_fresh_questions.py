@@ -12,7 +12,8 @@ out of fresh questions (the seventh round: WebQuestions' train split, MMLU's dev
     python benchmarks/labels_fresh_questions.py OUT_DIR --exclude-sheets tests/data/labels --exclude FOURTH \
         --exclude SIXTH --seed 47 --sources qa/2wiki_dev.jsonl ... qa/wq_train.jsonl --mmlu mmlu/dev
 
-The eighth to tenth rounds left out only the labelled sheets (`--exclude-sheets tests/data/labels --seed 53` / `59` / `61`,
+The eighth to eleventh rounds left out only the labelled sheets (`--exclude-sheets tests/data/labels --seed 53` / `59` /
+`61` / `67`,
 the default sources): questions an earlier round generated but nobody read may come back, and no rule was written on them.
 
 Then annotate them like `smollm2-qa-full` (paper prompt, 24 new tokens) and relabel/draw with
