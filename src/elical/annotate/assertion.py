@@ -824,7 +824,8 @@ def _polarity(question: str, reply: str) -> str | None:
         if polar is not None:  # "No, the answer is not possible to give" withdraws its "no"
             if any(p.search(sentence) and not p.search(question) for p in (_WITHDRAWN, _NO_ANSWER, _AFRAID)):
                 return None  # "No, I'm not able to answer", "No, I'm afraid ..." (since match@13)
-            rest = sentence[sentence.lower().find(polar) + len(polar) :]  # "No, A and B are both X": the rest says yes
+            found = re.search(rf"\b{polar}\b", sentence, re.IGNORECASE)
+            rest = sentence[found.end() :] if found else ""  # "No, A and B are both X": the rest says yes
             both = any(t.text == "both" for t in tokenize(rest))
             taken_back = (both and _claim_polarity(asked, rest) not in (None, polar)) or any(
                 _claim_polarity(asked, later) not in (None, polar) for later in said[k + 1 :] if _of_all_asked(asked, later))
