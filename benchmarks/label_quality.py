@@ -34,7 +34,7 @@ from pathlib import Path
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_check import read_pairs
 from elical.annotate.judge_factory import judge_maker
-from elical.audit.score import Labelled, quality_table, render_quality
+from elical.audit.score import Labelled, quality_cell, quality_table, render_quality
 
 JUDGES = {"correctness": ("mention", "match", "exact", "paper"), "consistency": ("answer", "match", "mention")}
 
@@ -70,12 +70,8 @@ def main() -> None:
             tables[name] = rows_q
             overall = rows_q[0]
 
-            def cell(k: str, overall: dict = overall) -> str:  # "-": no decision to rate (a judge that says 1 nowhere)
-                if k + "_low" not in overall or overall[k] != overall[k]:
-                    return "-"
-                return f"{100 * overall[k]:.1f} [{100 * overall[k + '_low']:.1f}, {100 * overall[k + '_high']:.1f}]"
-
-            summary.append(f"| {name} | {cell('error')} | {cell('precision')} | {cell('recall')} | "
+            cells = " | ".join(quality_cell(overall, k) for k in ("error", "precision", "recall"))
+            summary.append(f"| {name} | {cells} | "
                            f"{100 * overall['judged_positive']:.1f} | {100 * overall['labelled_positive']:.1f} |")
         lines += summary + [""]
         default = make("match" if task == "correctness" else "answer").name

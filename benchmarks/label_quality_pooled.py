@@ -3,11 +3,12 @@ the same run population, so the pooled estimate is the draws' average (each draw
 draws; strata kept apart per draw for the stratified bootstrap). A single draw's precision moves by ten points from one
 draw to the next; pooling the draws a judge was never written on gives the estimate to trust.
 
-    python benchmarks/label_quality_pooled.py --judge match@10 --commit d7eaa21 \
+    python benchmarks/label_quality_pooled.py --commit d7eaa21 \
         --sets tests/data/labels/paper_correctness_test7.jsonl tests/data/labels/paper_correctness_test8.jsonl ...
 
-`--judge` names the judge as the default task judges do (match for correctness, answer for consistency) with the code
-checked out (run it from a worktree of `--commit` with PYTHONPATH pointing at its src; the commit is only recorded).
+The judge is the task's default (match for correctness, answer for consistency) in the code that runs: for an older
+version, run it from a worktree of that commit with PYTHONPATH pointing at its src (`--commit` is only recorded).
+Each sheet's items are those of benchmarks/label_quality.py (`labelled`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+from dataclasses import replace
 from pathlib import Path
+
+from label_quality import labelled  # the sibling script (benchmarks/ is on the path when a script there runs)
 
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_check import read_pairs
 from elical.annotate.judge_factory import judge_maker
-from elical.audit.score import Labelled, quality_table
+from elical.audit.score import Labelled, quality_cell, quality_table
 
 
 def pooled(paths: list[Path]) -> tuple[str, list[Labelled]]:
@@ -33,8 +37,8 @@ def pooled(paths: list[Path]) -> tuple[str, list[Labelled]]:
         judge = make("match" if rows[0]["task"] == "correctness" else "answer")
         name = judge.name
         decisions = judge.judge_batch([pair.query for pair in read_pairs(path)])
-        items += [Labelled(bool(d), bool(r["label"]), float(r["weight"]) / len(paths), f"{path.stem}/{r['stratum']}",
-                           r["dataset"], r["category"] or "other") for r, d in zip(rows, decisions)]
+        items += [replace(item, weight=item.weight / len(paths), stratum=f"{path.stem}/{item.stratum}")
+                  for item in labelled(rows, decisions)]
     return name, items
 
 
@@ -46,12 +50,9 @@ def main() -> None:
     args = parser.parse_args()
     name, items = pooled(args.sets)
     overall = quality_table(items, by=(), n_resamples=args.resamples)[0]
-
-    def cell(k: str) -> str:
-        return f"{100 * overall[k]:.1f} [{100 * overall[k + '_low']:.1f}, {100 * overall[k + '_high']:.1f}]"
-
+    cells = " | ".join(quality_cell(overall, k) for k in ("error", "precision", "recall"))
     print(f"| {name} ({args.commit or 'working tree'}) | {', '.join(p.stem for p in args.sets)} | {len(items)} | "
-          f"{cell('error')} | {cell('precision')} | {cell('recall')} |  <!-- {platform.node()} -->")
+          f"{cells} |  <!-- {platform.node()} -->")
 
 
 if __name__ == "__main__":

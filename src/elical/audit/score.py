@@ -108,7 +108,8 @@ def weighted_auroc(confidence: Sequence[float], correct: Sequence[bool], weights
     return float(roc_auc_score(y, np.asarray(confidence, dtype=float), sample_weight=np.asarray(weights, dtype=float)))
 
 
-def _cell(row: Mapping[str, object], name: str) -> str:
+def quality_cell(row: Mapping[str, object], name: str) -> str:
+    """One rate of a :func:`quality_table` row as a percentage with its 95 % interval; "-" where it is undefined."""
     value = row.get(name)
     if not isinstance(value, float) or np.isnan(value):
         return "-"
@@ -124,6 +125,6 @@ def render_quality(rows: Sequence[Mapping[str, object]], title: str) -> str:
              "|---|---|---|---|---|---|---|"]
     for row in rows:
         name = ALL if row["group"] == ALL else f"{row['group']}: {row['value']}"
-        cells = [_cell(row, k) for k in ("error", "precision", "recall", "judged_positive", "labelled_positive")]
+        cells = [quality_cell(row, k) for k in ("error", "precision", "recall", "judged_positive", "labelled_positive")]
         lines.append(f"| {name} | {row['n']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
