@@ -98,7 +98,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cached_property, lru_cache
@@ -472,7 +472,7 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
         return -1
     position, end, option = named[0]
     asked_rest = [t for t in asked if t.text not in option_words]  # the question's words beside its options
-    if _denied_or_renamed(tokens, end, option_words, _compares(words[end:], choice, asked_rest) is not None):
+    if _denied_or_renamed(tokens, end, option_words, lambda: _compares(words[end:], choice, asked_rest) is not None):
         return -1
     if "than" in words[end:]:  # "A is older than B", "won more races in A than B": A under the comparative
         than = end + words[end:].index("than")
@@ -536,8 +536,8 @@ def _past_the(tokens: Sequence[Token], i: int) -> int:
     return i + 1 if i < len(tokens) and tokens[i].text == "the" else i
 
 
-def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str], compared: bool) -> bool:
-    """Whether the sentence denies the option it names ("A is not the one"; ``compared``: the sentence goes on
+def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str], compared: Callable[[], bool]) -> bool:
+    """Whether the sentence denies the option it names ("A is not the one"; ``compared()``: the sentence goes on
     to state the question's comparison, so "A is not older than B" is a comparison, not a denial: match@11) or
     names a third thing as what the option's description is ("The film with the older director, A, is The
     Shawshank Redemption"): a copula right after the option, then a negation, or a name that is no option's
@@ -546,7 +546,7 @@ def _denied_or_renamed(tokens: Sequence[Token], end: int, option_words: set[str]
     if end + 1 >= len(tokens) or tokens[end].text not in _COPULAS:
         return False
     if tokens[end + 1].text in _NEGATIONS:
-        return not compared
+        return not compared()
     called = [i for i in range(end + 1, min(end + 7, len(tokens))) if tokens[i].text in _CALLED]
     if called:  # "A is actually a film called C" (since match@9)
         start = _past_the(tokens, called[0] + 1)
@@ -576,7 +576,8 @@ def _subject_end(tokens: Sequence[Token]) -> int:
 def _list_members(sentence: str, start: int, end: int, lower: bool = False) -> list[str] | None:
     """The names listed with the span [start, end) of the sentence, where it is one member of a list
     with a conjunction ("A, B and C", "A or B"); None where it is not in such a list. ``lower``: the
-    members are lower-case words of up to three, as the occurrence is ("actor and comedian", "credit card companies")."""
+    members are lower-case words of up to three, as the occurrence is ("actor and comedian", "credit card
+    companies")."""
     member, member_end = (_WORD, _WORD_END) if lower else (_NAME, _NAME_END)
     members, joins = [sentence[start:end]], []
     rest = sentence[end:]
@@ -676,20 +677,27 @@ def _placed_names(tokens: Sequence[Token]) -> list[tuple[str, list[Token]]]:
 _PLACING = frozenset(["of", "in", "for", "from", "at", "on"])  # what ties a name to the question's frame
 
 
+@lru_cache(maxsize=1 << 12)
+def _placed_in_question(question: str) -> dict[str, list[list[Token]]]:
+    """The question's names tied to its frame by a preposition, by the preposition ("of": [Ontario]); cached, as
+    every sentence of the k + 1 replies asks for them."""
+    placed: dict[str, list[list[Token]]] = {}
+    for before, run in _placed_names(tokenize(question)):
+        if before in _PLACING:
+            placed.setdefault(before, []).append(run)
+    return placed
+
+
 def about_another_name(question: str, sentence: str) -> bool:
     """Whether a sentence says the question's frame of another name: where the question ties a name to its frame
     by a preposition ("the capital of Ontario"), the sentence's subject ties a name the question lacks to it by
     the same preposition, beside a word of the question's own, and never names the question's ("The capital of
     Canada is Toronto." answers another question; since match@11 / answer@10). A near spelling of the question's
     name, or its initials ("the UK"), is that name."""
-    asked = tokenize(question)
-    placed: dict[str, list[list[Token]]] = {}
-    for before, run in _placed_names(asked):
-        if before in _PLACING:
-            placed.setdefault(before, []).append(run)
+    placed = _placed_in_question(question)
     tokens = tokenize(sentence)
     subject = tokens[: _subject_end(tokens)]
-    asked_words = {t.text for t in asked}
+    asked_words = _question_words(question)[0]
     frame = any(t.case == "lower" and t.text not in FUNCTION_WORDS and t.text in asked_words for t in subject)
     if not placed or not frame:
         return False
@@ -719,7 +727,7 @@ def _of_other_event(question: str, before: str) -> bool:
     conjunction) is about a life event the question does not ask about: "born in 1822 in Vienna" for "Where did
     X die?" places the birth, not the death."""
     clause = tokenize(_CLAUSE_START.split(before)[-1])
-    asked = {t.text for t in tokenize(question)}
+    asked = _question_words(question)[0]
     return any(not asked & asking and any(t.text in said for t in clause) for said, asking in _EVENTS.values())
 
 
@@ -827,8 +835,9 @@ def _polarity(question: str, reply: str) -> str | None:
             found = re.search(rf"\b{polar}\b", sentence, re.IGNORECASE)
             rest = sentence[found.end() :] if found else ""  # "No, A and B are both X": the rest says yes
             both = any(t.text == "both" for t in tokenize(rest))
+            later = (x for x in said[k + 1 :] if _of_all_asked(asked, x))  # read only if needed
             taken_back = (both and _claim_polarity(asked, rest) not in (None, polar)) or any(
-                _claim_polarity(asked, later) not in (None, polar) for later in said[k + 1 :] if _of_all_asked(asked, later))
+                _claim_polarity(asked, x) not in (None, polar) for x in later)
             return None if taken_back else polar
     if not said or not asked or asked[0].text not in _YES_NO_START:
         return None
@@ -1179,7 +1188,8 @@ def _described_end(tokens: Sequence[Token], owner: Sequence[int], start: int, qu
         token, starts_piece = tokens[i], owner[i] != owner[i - 1]
         participle = token.case == "lower" and (token.text in _DESCRIBING or token.text.endswith("ed"))
         relative = token.text in _RELATIVES and (starts_piece or tokens[i - 1].case != "lower")
-        appositive = starts_piece and token.text in ("a", "an") and tokens[i - 1].case != "lower"  # "UAE, a ...": answer@11
+        # "the UAE, a major ...": an appositive (answer@11)
+        appositive = starts_piece and token.text in ("a", "an") and tokens[i - 1].case != "lower"
         if relative or (participle and starts_piece) or appositive:
             verb = next((t.text for t in tokens[i + 1 :] if t.text not in FUNCTION_WORDS), "") if relative else token.text
             if not _asked(verb, asked):
