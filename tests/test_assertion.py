@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@14 and answer@13).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@15 and answer@14).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -12,6 +12,7 @@ from elical.annotate.assertion import (
     asserts_gold,
     choice_of,
     chosen_option,
+    compare_assertions,
     gives_no_answer,
     nested_question,
     question_options,
@@ -152,7 +153,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@14" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@15" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -643,3 +644,52 @@ def test_a_year_is_not_the_place_a_where_question_asks_for():
     same = "Karl Ostler was born in 1980 in Wilmore."
     assert MatchJudge().judge_batch([JudgeQuery("consistency", question, a, (b,)),
                                      JudgeQuery("consistency", question, a, (same,))]) == [False, True]
+
+
+@pytest.mark.parametrize(
+    "question, a, b, expected",
+    [
+        # a question that asks for a quantity by its name is answered by a number (answer@14)
+        ("What is the population of the city where Karl Ostler was born?",
+         "The population of the city where Karl Ostler was born is Wilmore.",
+         "The population of the city where Karl Ostler was born is Wilmore.", False),
+        ("What is the population of the city where Karl Ostler was born?",
+         "The population of Wilmore is 20,000.", "Its population is 20,000.", True),
+        ("What percent of people in Ostland were born abroad?", "In Ostland, people were born abroad.",
+         "In Ostland, people were born abroad.", False),
+        ("In 2012, how many immigrants lived in Wilmore?", "Wilmore had immigrants from Ostland.",
+         "Wilmore had immigrants from Ostland.", False),
+        ("In 2012, how many immigrants lived in Wilmore?", "Wilmore had 3,000 immigrants.", "3,000.", True),
+        # a name of a thing that is not a quantity asks for no number
+        ("What is the highest ranking court in Ostland?", "The Supreme Court of Ostland.", "The Supreme Court of Ostland.",
+         True),
+        # a slot that names something is still compared by the rules
+        ("Who directed the opera Dawn?", "The opera Dawn was directed by Karl Ostler.", "Karl Ostler.", True),
+    ],
+)
+def test_consistency_since_answer_14(question, a, b, expected):
+    assert MatchJudge().judge_batch([JudgeQuery("consistency", question, a, (b,))]) == [expected]  # rules alone
+
+
+def test_alternatives_restated_with_vs_choose_nothing():
+    """ "A vs. B" restates the question's alternatives as "A or B" does (match@15)."""
+    question = "Who is younger, Ann Lee or Bo Chen?"
+    for reply in ("It asks which one is younger, Ann Lee vs. Bo Chen.", "Which is younger, Ann Lee versus Bo Chen?"):
+        assert not asserts_gold(question, reply, ["Ann Lee"]) and not asserts_gold(question, reply, ["Bo Chen"])
+    assert asserts_gold(question, "Ann Lee vs. Bo Chen: Ann Lee is younger than Bo Chen.", ["Ann Lee"]) is False
+    assert asserts_gold(question, "Ann Lee is younger than Bo Chen.", ["Ann Lee"])
+
+
+@pytest.mark.parametrize(
+    "question, a, b",
+    [
+        ("Ann Lee had a role as the Jailer in which opera?", "Ann Lee played a pivotal role as the Jailer in the opera.",
+         "Ann Lee played the Jailer in the opera."),
+        ("What class of instrument does Ann Lee play?", "Ann Lee plays a percussion drum.", "Ann Lee plays percussion."),
+    ],
+)
+def test_slots_that_name_nothing_are_left_to_the_model(question, a, b):
+    """Slots of common words only ("played" / "played a pivotal role"): one holding the other's words is no evidence
+    of the same answer, so the rules leave the two whole slots to the answer judge's model (answer@14)."""
+    comparison = compare_assertions(question, a, b)
+    assert comparison.decision is None and comparison.left and comparison.right

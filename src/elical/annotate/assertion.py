@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@14; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@15; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -422,6 +422,7 @@ def _under(option: int, opposite: bool | None, choice: Choice) -> int:
 
 
 _CLAUSE_JOIN = frozenset(["and", "but", "while", "whereas"])
+_RESTATING_JOINS = frozenset(["or", "and", "vs", "versus"])  # "A or B", "A vs. B": the alternatives restated
 # a sentence that sets out how to answer: "To determine which film came first, let's compare ..."
 _METHOD = re.compile(
     r"\s*(?:(?:to|in order to) (?:determine|answer|find out|find|figure out|decide)\b"  # "To determine ...,"
@@ -452,7 +453,7 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
     restated = set()
     for (p1, e1, o1), (p2, _, o2) in pairwise(mentions):
         between = words[e1:p2]
-        if o1 != o2 and len(between) <= 1 and all(w in ("or", "and") for w in between):
+        if o1 != o2 and len(between) <= 1 and all(w in _RESTATING_JOINS for w in between):
             restated |= {p1, p2}
 
     def compared_side(p: int) -> bool:  # "... than A", "compared to A": the other side of a comparison
@@ -1128,7 +1129,12 @@ def answers_inner_question(question: str, reply: str) -> bool:
 
 
 _PIECE = re.compile(r"[,;:](?=\s)|[()\[\]\"“”]|\s(?:and|or|&)\s", re.IGNORECASE)
-_NUMBER_QUESTION = re.compile(r"^\s*(?:how (?:many|much|old|long|far|tall|big)|when\b|(?:in )?what (?:year|date|decade|century))", re.IGNORECASE)
+_NUMBER_QUESTION = re.compile(
+    r"^\s*(?:how (?:many|much|old|long|far|tall|big)|when\b|(?:in )?what (?:year|date|decade|century))"
+    r"|\bhow (?:many|much)\b"  # anywhere: "In 2012, how many ...", "... has how many undergraduates?" (answer@14)
+    r"|^\s*(?:what|which) (?:(?:is|was|are|were) the (?:\w+ ){0,2}?)?"  # a quantity's name: "What is the population of"
+    r"(?:population|gdp|salary|percentage|percent|rate|number|amount|size|height|length|elevation|latitude|longitude"
+    r"|rank|capacity|budget|revenue|cost|price|distance|depth|temperature|age)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -1329,8 +1335,13 @@ def compare_assertions(question: str, a: str, b: str) -> Comparison:
     decided = same_assertion(question, a, b)
     if decided is not None:
         return Comparison(decided)
-    slot_a, slot_b = (_slot_text(_slot_names(question, x)[0]) for x in (a, b))  # what same_assertion read
-    return compare_answers(question, slot_a, slot_b) if slot_a and slot_b else Comparison(False)
+    (slot_a, names_a), (slot_b, names_b) = (_slot_names(question, x) for x in (a, b))  # what same_assertion read
+    text_a, text_b = _slot_text(slot_a), _slot_text(slot_b)
+    if not (text_a and text_b):
+        return Comparison(False)
+    if not (names_a and names_b):  # answer@14: slots that name nothing are compared whole, as one holding the
+        return Comparison(None, text_a, text_b)  # other's words is no evidence ("played" / "played a pivotal role")
+    return compare_answers(question, text_a, text_b)
 
 
 def _slot_text(slot: Slot) -> str:
