@@ -19,7 +19,8 @@ then read for match@11 / answer@10); paper_*_test8 the eighth, drawn by match@11
 were final (its misses then read for match@12 / answer@11); paper_*_test9 the ninth, drawn by match@12 / answer@11 and
 scored once after they were final (its false positives then read for match@13 / answer@12); paper_*_test10 the tenth,
 drawn by match@13 / answer@12 and scored once after they were final (its false positives then read for match@14 /
-answer@13); paper_*_test11 the eleventh, drawn by match@14 / answer@13 and scored once after they were final.
+answer@13); paper_*_test11 the eleventh, drawn by match@14 / answer@13 and scored once after they were final;
+paper_*_test12 the twelfth, drawn by match@15 / answer@14 (written on the draws up to the tenth) and scored once.
 
     python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
 """

@@ -91,7 +91,11 @@ multiple-choice reply that offers a second letter as the answer is the same as n
 first line matches the other's word for word. Since answer@10, two answer slots that hold nothing are no
 answer, not the same one; since answer@11 a description set off by a comma and "a" or "an" ("the United Arab
 Emirates, a major airport ...") ends the answer as a relative clause does; since answer@13 a year is not the name
-a slot gives where the question asks for no number ("born in 1980 in Wilmore" names Wilmore).
+a slot gives where the question asks for no number ("born in 1980 in Wilmore" names Wilmore). Since answer@14 a
+question that names a quantity ("What is the population of ...", "What percent ...", "... has how many ...?") is
+answered by a number only, and two slots that name nothing (common words, no name or number) are compared whole by the
+answer judge's model, as one holding the other's words ("played" / "played a pivotal role") is no evidence; since
+match@15 "A vs. B" restates the alternatives as "A or B" does.
 """
 
 from __future__ import annotations
