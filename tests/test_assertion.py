@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@15 and answer@14).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@16 and answer@15).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -153,7 +153,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@15" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@16" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -176,6 +176,9 @@ def test_choices_are_found_next_to_the_gold_and_without_it():
         ("B. Sydney, the largest city", False, "B"),  # the old rules read the letter only
         ("A. the capital of Australia", True, None),  # closer to another option's words than to A's
         ("B. the federal capital", True, "B"),
+        ("B. Canberra is not the answer.", True, None),  # a pick its own line disowns (match@16)
+        ("B. Canberra is incorrect.\nC. Melbourne is correct.", True, None),
+        ("B. Canberra\n\nSydney is not the correct answer.", True, "B"),  # the explanation's verdict on another
     ],
 )
 def test_strict_choice_picks(reply, strict, expected):
@@ -693,3 +696,57 @@ def test_slots_that_name_nothing_are_left_to_the_model(question, a, b):
     of the same answer, so the rules leave the two whole slots to the answer judge's model (answer@14)."""
     comparison = compare_assertions(question, a, b)
     assert comparison.decision is None and comparison.left and comparison.right
+
+
+SAME_NATIONALITY = "Do Karl Ostler and Ann Lee have the same nationality?"
+BOTH_WRITERS = "Are Karl Ostler and Ann Lee both writers?"
+
+
+@pytest.mark.parametrize(
+    "question, reply, gold, expected",
+    [
+        # a "no" inside a sentence before a noun is a determiner, not the answer
+        (SAME_NATIONALITY, "There is no specific information about the nationality of either.", ["no"], False),
+        (SAME_NATIONALITY, "No, they do not.", ["no"], True),
+        (SAME_NATIONALITY, "The answer is no because one is Ostlandic.", ["no"], True),
+        # a sentence that sets out how to answer asserts nothing, though it restates the claim
+        (SAME_NATIONALITY, "To determine if Karl Ostler and Ann Lee have the same nationality, we need more facts.",
+         ["yes"], False),
+        # a claim said of one of the two answers nothing for both; "both" joining two predicates is of one
+        (BOTH_WRITERS, "Karl Ostler is a writer and a translator.", ["yes"], False),
+        (BOTH_WRITERS, "Ann Lee is indeed both a writer and a painter.", ["yes"], False),
+        (BOTH_WRITERS, "Karl Ostler and Ann Lee are both writers.", ["yes"], True),
+        (BOTH_WRITERS, "They are both writers.", ["yes"], True),
+        (BOTH_WRITERS, "Karl Ostler is not a writer.", ["no"], True),  # one that is not says no for both
+        # a comparison in both senses chooses nothing
+        ("Who was born first, Ann Lee or Bo Chen?", "Bo Chen was born both immediately before and after Ann Lee.",
+         ["Bo Chen"], False),
+        ("Who was born first, Ann Lee or Bo Chen?", "Ann Lee was born earlier and later than Bo Chen.", ["Ann Lee"], False),
+        ("Who was born first, Ann Lee or Bo Chen?", "Ann Lee was born first, and Bo Chen later.", ["Ann Lee"], True),
+    ],
+)
+def test_asserts_gold_since_match_16(question, reply, gold, expected):
+    assert asserts_gold(question, reply, gold) is expected
+
+
+@pytest.mark.parametrize(
+    "question, a, b, expected",
+    [
+        # the question repeated with a letter changed adds nothing ("Nicolas" for "Nicholas")
+        ("Nicholas Ostler's brother-in-law helped convict what Westmark family boss?",
+         "Nicolas Ostler's brother-in-law helped convict the", "Nicolas Ostler's brother-in-law helped convict the",
+         False),
+        # a long answer word is not a near spelling of a question word it is formed from ("Bosniak" / "Bosnian")
+        ("What language do Bosnian farmers speak?", "Bosnian farmers speak Bosniak.", "They speak Bosniak.", True),
+        # a clause without its pronoun nests a question: the reply that answers the clause answers it
+        ("Who was elected president of the country Wilmore is located in?", "Wilmore is located in Ostland.",
+         "Wilmore is located in Ostland.", False),
+        ("Who was elected president of the country Wilmore is located in?", "Karl Ostler was elected president.",
+         "Karl Ostler.", True),
+        # "Which country the director of film Dawn is from?" asks the clause itself
+        ("Which country the director of film Dawn is from?", "The director of film Dawn is from Ostland.",
+         "The director of film Dawn is from Ostland.", True),
+    ],
+)
+def test_consistency_since_answer_15(question, a, b, expected):
+    assert compare_query(JudgeQuery("consistency", question, a, (b,))).decision is expected  # the answer judge's rules

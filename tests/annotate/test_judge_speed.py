@@ -11,7 +11,7 @@ from functools import _lru_cache_wrapper
 import pytest
 
 from elical.annotate import assertion, consistency, text
-from elical.annotate.assertion import _asked, _find, _question_words, compare_assertions
+from elical.annotate.assertion import _asked, _find, _near_spelling, _question_words, compare_assertions
 from elical.annotate.consistency import _forms
 from elical.annotate.judges import CachedJudge, Judge, JudgeQuery, MatchJudge, compare_query
 from elical.annotate.text import Token, _tokens, contains, fold, starts, token_matches, tokenize
@@ -85,7 +85,8 @@ def test_question_stems_found_at_once_as_word_by_word(question):
     asked = {t.text for t in tokenize(question)}
     for word in ["produced", "producer", "rome", "roman", "romans", "empire", "model", "models", "x", "is", "ruling"]:
         pairwise = word in asked or any(_forms(word)[0] & _forms(other)[0] for other in asked)
-        assert _asked(word, _question_words(question)) == pairwise, word
+        near = _near_spelling(word, frozenset(asked))  # "producer" / "produces" (answer@15): no stem needed
+        assert _asked(word, _question_words(question)) == (pairwise or near), word
 
 
 GREEDY = {

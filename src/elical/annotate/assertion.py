@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@15; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@16; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -95,7 +95,15 @@ a slot gives where the question asks for no number ("born in 1980 in Wilmore" na
 question that names a quantity ("What is the population of ...", "What percent ...", "... has how many ...?") is
 answered by a number only, and two slots that name nothing (common words, no name or number) are compared whole by the
 answer judge's model, as one holding the other's words ("played" / "played a pivotal role") is no evidence; since
-match@15 "A vs. B" restates the alternatives as "A or B" does.
+match@15 "A vs. B" restates the alternatives as "A or B" does. Since match@16 / answer@15: a "no" inside a sentence
+right before a word is a determiner ("There is no specific information ..."), not the answer; a sentence that sets out
+how to answer ("To determine if A and B ..., we need ...") asserts no yes or no; a restated claim answers "Are A and B
+both X?" only where the sentence speaks of both ("A is a writer" does not, nor does "A is both a writer and a painter");
+a comparison stated in both senses ("both younger and older", "before and after") chooses nothing; a near spelling of
+a long question word is the question's word ("Nicolas" for "Nicholas": a reply that repeats the question with a letter
+changed adds nothing); a clause without its pronoun nests a question ("Who was elected president of | the country X is
+located in?"), unless it follows the question's own "Which country"; and (elical.annotate.judges) a multiple-choice pick
+whose own line calls it wrong ("C. ... is not the answer") is no pick.
 """
 
 from __future__ import annotations
@@ -454,6 +462,8 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
     mentions = _mentions(tokens, choice)
     if not mentions or _METHOD.match(sentence):
         return None  # "To determine who was born later, A, let's compare ..." sets out a method (since match@13)
+    if any(b in _ANTONYM.get(a, ()) and joined in ("and", "or") for a, joined, b in zip(words, words[1:], words[2:])):
+        return -1  # "A is both younger and older than B", "born before and after B": both senses (match@16)
     restated = set()
     for (p1, e1, o1), (p2, _, o2) in pairwise(mentions):
         between = words[e1:p2]
@@ -832,8 +842,9 @@ def _polarity(question: str, reply: str) -> str | None:
     asked = tokenize(question)
     for k, sentence in enumerate(said):
         tokens = tokenize(sentence)
-        polar = next((t.text for i, t in enumerate(tokens)
-                      if t.text in ("yes", "no") and not _names_word(asked, tokens, i)), None)
+        nos = itertools.count()
+        polar = next((t.text for i, t in enumerate(tokens) if t.text in ("yes", "no") and not _names_word(asked, tokens, i)
+                      and not (t.text == "no" and _determiner_no(sentence, next(nos)))), None)
         if polar is not None:  # "No, the answer is not possible to give" withdraws its "no"
             if any(p.search(sentence) and not p.search(question) for p in (_WITHDRAWN, _NO_ANSWER, _AFRAID)):
                 return None  # "No, I'm not able to answer", "No, I'm afraid ..." (since match@13)
@@ -844,9 +855,27 @@ def _polarity(question: str, reply: str) -> str | None:
             taken_back = (both and _claim_polarity(asked, rest) not in (None, polar)) or any(
                 _claim_polarity(asked, x) not in (None, polar) for x in later)
             return None if taken_back else polar
-    if not said or not asked or asked[0].text not in _YES_NO_START:
-        return None
-    return _claim_polarity(asked, said[0])
+    if not said or not asked or asked[0].text not in _YES_NO_START or _METHOD.match(said[0]):
+        return None  # "To determine if A and B are from the same country, we need ..." sets out a method (match@16)
+    claim = _claim_polarity(asked, said[0])
+    if claim == "yes" and any(t.text == "and" for t in asked) and not _of_all_asked(asked, said[0]):
+        return None  # "Is A an American singer." says it of A alone, not of "A and B both" (match@16)
+    return claim
+
+
+_NO_WORD = re.compile(r"\bno\b", re.IGNORECASE)
+_ANSWER_IS = re.compile(r"\b(?:answer|response|reply)\s*(?:is|was|would be|:)\s*$", re.IGNORECASE)
+
+
+def _determiner_no(sentence: str, nth: int) -> bool:
+    """Whether the sentence's ``nth`` "no" is a determiner ("There is no specific information about ..."), not the
+    answer "no": inside the sentence, a word right after it, and not announced ("The answer is no because ...").
+    Since match@16 / answer@15."""
+    found = list(_NO_WORD.finditer(sentence))
+    if nth >= len(found):
+        return False
+    before, after = sentence[: found[nth].start()], sentence[found[nth].end() :]
+    return bool(before.strip()) and bool(re.match(r"\s+[\w\"'“‘]", after)) and not _ANSWER_IS.search(before)
 
 
 def _names_word(asked: Sequence[Token], tokens: Sequence[Token], i: int) -> bool:
@@ -857,11 +886,15 @@ def _names_word(asked: Sequence[Token], tokens: Sequence[Token], i: int) -> bool
         for a, b in pairwise(asked[1:]))
 
 
+_BOTH_OF_THEM = re.compile(r"\b(?:both|all)\b(?!\s+(?:an?|the)\b)", re.IGNORECASE)  # "are both", "are all from"
+
+
 def _of_all_asked(asked: Sequence[Token], sentence: str) -> bool:
     """Whether a sentence speaks of everything the question names: "they" or "both", or a subject that holds
-    every name of the question (not "A is a British actor and B is ..." for "Are A and B both actors?")."""
+    every name of the question (not "A is a British actor and B is ..." for "Are A and B both actors?"); "all"
+    counts as "both" does, but a "both" that joins two predicates ("A is both a writer and a photographer") speaks of one (since match@16)."""
     tokens = tokenize(sentence)
-    if any(t.text in ("they", "both", "neither") for t in tokens):
+    if any(t.text in ("they", "neither") for t in tokens) or _BOTH_OF_THEM.search(sentence):
         return True
     subject = tokens[: _subject_end(tokens)]
     return all(_in(t, subject) for t in asked[1:] if t.case != "lower")
@@ -1089,8 +1122,13 @@ def gives_no_answer(question: str, reply: str) -> bool:
 
 
 # a noun phrase described by a clause of its own: "the state where ...", "the country that ..."
-_NESTED = re.compile(r"\b(?:the|a|an)\s+(?:[\w'’-]+\s+){0,3}?(?:where|that|which|whose|who|whom)\b", re.IGNORECASE)
+_NESTED = re.compile(
+    r"\b(?:the|a|an)\s+(?:[\w'’-]+\s+){0,3}?(?:where|that|which|whose|who|whom)\b"
+    # a clause without its pronoun: "the country Bafwasende is located in", "the branch Ralph Wenzel was part of"
+    r"|(?-i:\b(?:[Tt]he|[Aa]n?)\s+(?:[a-z][\w'’-]*\s+){1,3}?(?=[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*\s+(?:is|was|are|were)\b))",
+    re.IGNORECASE)
 _WH_WORDS = frozenset(["what", "which", "who", "whom", "whose", "where", "when", "why", "how"])
+_WH_PHRASE = re.compile(r"\s*(?:which|what)(?:\s+[\w'’-]+){0,2}\s*", re.IGNORECASE)  # "Which country " before a clause
 # where or when something happened to "the <role> of X": the question nests "who is the <role> of X?"
 _ASKED_OF = re.compile(
     r"^\s*((?:where|when)\s+(?:was|were|did|does|is))\s+(the\s+\w+\s+of\s+.+?)\s+"
@@ -1104,7 +1142,8 @@ def nested_question(question: str) -> tuple[tuple[str, ...], tuple[str, ...]] | 
     where Shringarpur is located?"); None for other questions, and where the outer part has no word of
     its own ("What is | the city where ...?" asks for the noun phrase itself)."""
     asked_of = _ASKED_OF.match(question)  # "Where was | the director of film X | born?" (since answer@8)
-    found = None if asked_of else _NESTED.search(question)
+    found = None if asked_of else next(  # "Which country | the director of film X is from?" asks of its own clause
+        (m for m in _NESTED.finditer(question) if not _WH_PHRASE.fullmatch(question[: m.start()])), None)
     if asked_of:
         parts = (f"{asked_of.group(1)} {asked_of.group(3)}", asked_of.group(2))
     elif found is not None and found.start() > 0:
@@ -1228,9 +1267,21 @@ def _question_words(question: str) -> tuple[frozenset[str], frozenset[str]]:
 def _asked(word: str, asked: tuple[frozenset[str], frozenset[str]]) -> bool:
     """Whether the question (its :func:`_question_words`) has the word, as it is or inflected
     ("produces" / "produced"): a stem in common with one of its words; an answer that shares only a
-    stem with the question still answers it ("Rome" for "East Roman Empire")."""
+    stem with the question still answers it ("Rome" for "East Roman Empire"). Since answer@15 also a near
+    spelling of a long word of the question ("Nicolas" for "Nicholas", "research" for "reserach"): a reply that
+    repeats the question with a letter changed adds nothing."""
     words, stems = asked
-    return word in words or not _forms(word)[0].isdisjoint(stems)
+    return word in words or not _forms(word)[0].isdisjoint(stems) or _near_spelling(word, words)
+
+
+@lru_cache(maxsize=1 << 16)
+def _near_spelling(word: str, words: frozenset[str]) -> bool:
+    """Whether a word of five letters or more spells one of ``words`` with a letter or two changed: the same
+    first letter, a length one letter apart at most, a similarity ratio of at least 0.87 ("Bosniak" is not
+    "Bosnian", 0.86; "footballer" not "football")."""
+    return len(word) >= 5 and any(
+        abs(len(w) - len(word)) <= 1 and w[0] == word[0] and SequenceMatcher(None, word, w).ratio() >= 0.87
+        for w in words)
 
 
 def _named_run(words: Sequence[Token]) -> tuple[Token, ...]:

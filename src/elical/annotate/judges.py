@@ -66,6 +66,11 @@ _STRICT_LETTER_PATTERNS = [
 ]
 
 
+# a pick its own line calls wrong: "... is incorrect", "... is not the (correct) answer", "... is wrong"
+_DISOWNED = re.compile(r"\b(?:is|are|was)\s+(?:incorrect|wrong|false|not\s+(?:the\s+)?(?:correct\s+|right\s+)?answer)\b",
+                       re.IGNORECASE)
+
+
 def extract_choice(answer: str, choices: Sequence[str], strict: bool = True) -> str | None:
     """The option letter an answer picks: a leading/quoted letter, else the one option it names.
     ``strict`` (the rules since match@4): an answer that picks two letters ("C. ... The answer is D"),
@@ -80,7 +85,10 @@ def extract_choice(answer: str, choices: Sequence[str], strict: bool = True) -> 
                 return match.group(1)
         named = _named_options(tokenize(answer), choices)
         return named[0] if len(named) == 1 else None
-    line = tokenize(answer.strip().split("\n", 1)[0])
+    first_line = answer.strip().split("\n", 1)[0]
+    if _DISOWNED.search(first_line):
+        return None  # "C. differential validity is not the answer", "B. 100.5 is incorrect." (since match@16)
+    line = tokenize(first_line)
     named = _named_options(line, choices)
     named = [x for x in named if not any(y != x and _inside(choices, x, y) for y in named)]
     picked = _letters_offered(answer, choices)
