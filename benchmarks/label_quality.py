@@ -28,7 +28,6 @@ paper_*_test12 the twelfth, drawn by match@15 / answer@14 (written on the draws 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_check import read_pairs
 from elical.annotate.judge_factory import judge_maker
 from elical.audit.score import Labelled, quality_cell, quality_table, render_quality
+from elical.records import iter_json_objects
 
 JUDGES = {"correctness": ("mention", "match", "exact", "paper"), "consistency": ("answer", "match", "mention")}
 
@@ -54,7 +54,7 @@ def main() -> None:
     make = judge_maker(AnnotateConfig())
     lines = [f"# Judge quality on labelled real outputs ({platform.node()}, {platform.processor() or platform.machine()})", ""]
     for path in sorted(Path(args.sets).glob("*.jsonl")):
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = [row for _, row in iter_json_objects(path)]  # lines end at "\n" only: a reply may hold U+0085
         task = rows[0]["task"]
         queries = [pair.query for pair in read_pairs(path)]  # a labelled sheet is a judge-check pair file
         heading = (f"## {path.name}: {len(rows)} {task} items, {len({r['dataset'] for r in rows})} datasets, "

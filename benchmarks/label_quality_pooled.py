@@ -14,7 +14,6 @@ Each sheet's items are those of benchmarks/label_quality.py (`labelled`).
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +24,7 @@ from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_check import read_pairs
 from elical.annotate.judge_factory import judge_maker
 from elical.audit.score import Labelled, quality_cell, quality_table
+from elical.records import iter_json_objects
 
 
 def pooled(paths: list[Path]) -> tuple[str, list[Labelled]]:
@@ -33,7 +33,7 @@ def pooled(paths: list[Path]) -> tuple[str, list[Labelled]]:
     items: list[Labelled] = []
     name = ""
     for path in paths:
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = [row for _, row in iter_json_objects(path)]
         judge = make("match" if rows[0]["task"] == "correctness" else "answer")
         name = judge.name
         decisions = judge.judge_batch([pair.query for pair in read_pairs(path)])

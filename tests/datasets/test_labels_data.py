@@ -3,7 +3,6 @@ population-weighted quality on them does not fall back (benchmarks/results/label
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -13,12 +12,13 @@ from elical.annotate.judge_check import read_pairs
 from elical.annotate.judges import MatchJudge, MentionJudge
 from elical.audit.sample import CATEGORIES
 from elical.audit.score import Labelled, rates
+from elical.records import iter_json_objects
 
 LABELS = Path(__file__).resolve().parents[1] / "data" / "labels"
 
 
 def rows(name: str) -> list[dict]:
-    return [json.loads(line) for line in (LABELS / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for _, row in iter_json_objects(LABELS / name)]  # lines end at "\n" only: a reply may hold U+0085
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in LABELS.glob("*.jsonl")))
