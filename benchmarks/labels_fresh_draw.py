@@ -122,6 +122,11 @@ def main() -> None:
             sizes_in_run = population(run, task) if run is not None else sheet_population(args.sizes_from_sheets, task)
             scale = {d: size / fresh[d] for d, size in sizes_in_run.items()}
             sizes = Counter({s: round(n * scale[s.split("/")[1]]) for s, n in sizes.items()})
+            empty = sorted(s for s, n in sizes.items() if n == 0)
+            if empty:  # a stratum that stands for no item of the run would hold items of weight 0
+                print(f"{task}: left out, as they stand for no item of the run: {', '.join(empty)}")
+                sizes = Counter({s: n for s, n in sizes.items() if n})
+                pool = [c for c in pool if c.stratum in sizes]
         target = targets(sizes, args.per_stratum or PER_STRATUM[task], args.per_negative, args.negatives_total)
         kept = first_of_each(draw(pool, max(target.values()), args.seed), target)
         picked = Counter(c.stratum for c in kept)

@@ -1,4 +1,4 @@
-"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@16 and answer@15).
+"""What a reply asserts, not what it mentions (elical.annotate.assertion; the rules of match@17 and answer@16).
 
 Each case below is written for this test and labelled by the rule of tests/data/labels/RULES.md (does the
 reply assert the gold answer? do the two replies assert the same answer?), not by running the judge."""
@@ -153,7 +153,7 @@ def test_the_match_judge_credits_only_what_is_asserted_and_the_mention_judge_kee
     query = JudgeQuery("correctness", BORN, "Marc De Clerck was born later, Wieslaw Perszke.", ("Wieslaw Perszke",))
     assert MatchJudge().judge_batch([query]) == [False]
     assert MentionJudge().judge_batch([query]) == [True]  # "mentions the gold": the rules up to match@3
-    assert MatchJudge.name == "match@16" and MentionJudge.name == "mention@3"
+    assert MatchJudge.name == "match@17" and MentionJudge.name == "mention@3"
 
 
 def test_choices_are_found_next_to_the_gold_and_without_it():
@@ -750,3 +750,30 @@ def test_asserts_gold_since_match_16(question, reply, gold, expected):
 )
 def test_consistency_since_answer_15(question, a, b, expected):
     assert compare_query(JudgeQuery("consistency", question, a, (b,))).decision is expected  # the answer judge's rules
+
+
+@pytest.mark.parametrize(
+    "question, a, b, expected",
+    [
+        # a year question is answered by a year, not by a number cut off at one or two digits
+        ("The Ostland Arena was completed in what year?", "The Ostland Arena was completed in 2",
+         "The Ostland Arena was completed in 2", False),
+        ("The Ostland Arena was completed in what year?", "The Ostland Arena was completed in 2002.", "In 2002.", True),
+        # words that name no answer by themselves
+        ("What impact did the Ostland reform have on wages?", "The Ostland reform had a significant impact on wages.",
+         "The Ostland reform had a significant impact on wages.", False),
+        ("How did the Ostland schools differ from the Westmark ones?", "They differed in several key ways.",
+         "The Ostland schools differed in several key ways.", False),
+    ],
+)
+def test_consistency_since_answer_16(question, a, b, expected):
+    assert MatchJudge().judge_batch([JudgeQuery("consistency", question, a, (b,))]) == [expected]  # rules alone
+
+
+def test_a_comparison_said_of_both_options_chooses_nothing():
+    """ "Both A and B were born earlier" and "A and B were both released earlier" choose neither (match@17)."""
+    question = "Which film was released earlier, Dawn Rising or Dusk Falling?"
+    for reply in ("Dawn Rising and Dusk Falling were both released earlier, in another version.",
+                  "Both Dawn Rising and Dusk Falling were released earlier than the sequel."):
+        assert not asserts_gold(question, reply, ["Dawn Rising"]) and not asserts_gold(question, reply, ["Dusk Falling"])
+    assert asserts_gold(question, "Dawn Rising was released earlier; both are dramas.", ["Dawn Rising"])

@@ -32,8 +32,8 @@ from elical.train.predict_config import GateConfig, PredictConfig
 CLI = sorted(Path(elical.cli.__file__).parent.glob("*.py"))  # the command line's modules, one per command group
 
 # Judge names and versions are cache keys and settings digests: they never change by accident.
-VERSIONED = {"match": "match@16", "mention": "mention@3", "exact": "exact@5", "paper": "paper@1", "answer": "answer@15",
-             "embedding": "embedding@2", "llm": "llm@1", "cascade": "cascade@14(match@16+answer@15+llm@1)"}
+VERSIONED = {"match": "match@17", "mention": "mention@3", "exact": "exact@5", "paper": "paper@1", "answer": "answer@16",
+             "embedding": "embedding@2", "llm": "llm@1", "cascade": "cascade@15(match@17+answer@16+llm@1)"}
 
 
 def test_judge_names_and_versions_are_unchanged():

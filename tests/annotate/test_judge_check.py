@@ -112,7 +112,7 @@ def test_score_table_and_agreement(tmp_path):
 def test_check_judges_report(tmp_path):
     path = write_pairs(tmp_path / "tiny.jsonl", TINY)
     report = check_judges(path, AnnotateConfig(), names=["match", "exact"])
-    assert report.startswith(f"3 correctness pairs from {path}; judges: match = match@16, exact = exact@5")
+    assert report.startswith(f"3 correctness pairs from {path}; judges: match = match@17, exact = exact@5")
     assert "| exact | plain | 1 | 1 | 0.0 | - | 100.0 |" in report
 
 

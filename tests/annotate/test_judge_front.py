@@ -141,7 +141,7 @@ def test_cascade_judge_names_its_front_and_version(tiny_llama, tiny_tokenizer, a
     backend = SimpleNamespace(model=tiny_llama, tokenizer=tiny_tokenizer, model_name="tiny")
     cascade = judge_maker(AnnotateConfig(device="cpu"), backend)("cascade")
     assert isinstance(cascade, CascadeJudge)
-    assert cascade.name.startswith("cascade@14(match@16,long=12+answer@15(") and cascade.name.endswith(",band=0.1+llm(tiny))")
-    assert judge_version("cascade") == "cascade@14(match@16+answer@15+llm@1)"
+    assert cascade.name.startswith("cascade@15(match@17,long=12+answer@16(") and cascade.name.endswith(",band=0.1+llm(tiny))")
+    assert judge_version("cascade") == "cascade@15(match@17+answer@16+llm@1)"
     queries = [correctness("Berlin", "Paris"), correctness("Parisian", "Paris")]
     assert cascade.judge_batch(queries)[0] is False and cascade.stats.computed == 1

@@ -1,4 +1,4 @@
-"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@16; match@4
+"""Does a reply *assert* a gold answer, or only mention it? The rules of the match judge (match@17; match@4
 was the first to judge assertions).
 
 Finding a gold alias in a reply (alias containment, :mod:`elical.annotate.text`) is evidence only where
@@ -103,7 +103,10 @@ a comparison stated in both senses ("both younger and older", "before and after"
 a long question word is the question's word ("Nicolas" for "Nicholas": a reply that repeats the question with a letter
 changed adds nothing); a clause without its pronoun nests a question ("Who was elected president of | the country X is
 located in?"), unless it follows the question's own "Which country"; and (elical.annotate.judges) a multiple-choice pick
-whose own line calls it wrong ("C. ... is not the answer") is no pick.
+whose own line calls it wrong ("C. ... is not the answer") is no pick. Since match@17 / answer@16: a comparison said of
+both options ("Both A and B were born earlier", "A and B were both released earlier") chooses neither; a year question
+("... in what year?", anywhere in it) is answered by a number of three digits or more ("completed in 2" is a year cut
+off); and a slot of vague words only ("several key ways", "significant") names no answer.
 """
 
 from __future__ import annotations
@@ -464,6 +467,9 @@ def _sentence_choice(sentence: str, choice: Choice, asked: Sequence[Token]) -> i
         return None  # "To determine who was born later, A, let's compare ..." sets out a method (since match@13)
     if any(b in _ANTONYM.get(a, ()) and joined in ("and", "or") for a, joined, b in zip(words, words[1:], words[2:])):
         return -1  # "A is both younger and older than B", "born before and after B": both senses (match@16)
+    compared = next((i for i, w in enumerate(words) if w == choice.comparative), None)
+    if compared is not None and "both" in words[:compared] and choice.comparative not in ("more", "less"):
+        return -1  # "Both A and B were born earlier", "A and B were both released earlier": said of both (match@17)
     restated = set()
     for (p1, e1, o1), (p2, _, o2) in pairwise(mentions):
         between = words[e1:p2]
@@ -1172,9 +1178,17 @@ def answers_inner_question(question: str, reply: str) -> bool:
 
 
 _PIECE = re.compile(r"[,;:](?=\s)|[()\[\]\"“”]|\s(?:and|or|&)\s", re.IGNORECASE)
+_YEAR_QUESTION = re.compile(r"\b(?:what|which) year\b", re.IGNORECASE)
+# words that name no answer by themselves: quantifiers, vague adjectives and nouns ("several key ways", "significant")
+_VAGUE = frozenset([
+    "several", "various", "many", "some", "numerous", "certain", "particular", "significant", "different", "main",
+    "key", "important", "major", "multiple", "specific", "general", "primarily", "mostly", "mainly", "largely",
+    "ways", "things", "areas", "elements", "factors", "aspects", "types", "kinds", "reasons", "following",
+])
 _NUMBER_QUESTION = re.compile(
     r"^\s*(?:how (?:many|much|old|long|far|tall|big)|when\b|(?:in )?what (?:year|date|decade|century))"
     r"|\bhow (?:many|much)\b"  # anywhere: "In 2012, how many ...", "... has how many undergraduates?" (answer@14)
+    r"|\b(?:what|which) year\b"  # anywhere: "... was completed in what year?" (answer@16)
     r"|^\s*(?:what|which) (?:(?:is|was|are|were) the (?:\w+ ){0,2}?)?"  # a quantity's name: "What is the population of"
     r"(?:population|gdp|salary|percentage|percent|rate|number|amount|size|height|length|elevation|latitude|longitude"
     r"|rank|capacity|budget|revenue|cost|price|distance|depth|temperature|age)\b", re.IGNORECASE)
@@ -1337,7 +1351,11 @@ def same_assertion(question: str, a: str, b: str) -> bool | None:
     numbers = _asks_number(question)
     if numbers and not (names_a and names_b):
         return False  # a question that asks for a number is answered by one
+    if _YEAR_QUESTION.search(question) and not all(len(n[0].text) >= 3 for n in (names_a[0], names_b[0])):
+        return False  # "... completed in 2" is a year cut off, not a year (answer@16)
     words_a, words_b = [t.text for t in slot_a.words], [t.text for t in slot_b.words]
+    if words_a and words_b and all(w in _VAGUE for w in words_a + words_b):
+        return False  # "several key ways", "significant": words that name no answer (answer@16)
     if words_a and words_a == words_b:  # two empty slots assert nothing (since answer@10)
         return True
     if len(words_a) > SHORT_SLOT or len(words_b) > SHORT_SLOT:

@@ -33,18 +33,18 @@ class JudgeSpec:
 
 
 JUDGES: dict[str, JudgeSpec] = {spec.name: spec for spec in (
-    JudgeSpec("match", 16, BOTH, BOTH,
+    JudgeSpec("match", 17, BOTH, BOTH,
               "rules: the answer asserts a gold alias (DPR has_answer-style containment where it fills the "
               "answer's slot); consistency: the answers' cores agree"),
     JudgeSpec("mention", 3, BOTH, ("correctness",),
               "the match rules up to match@3, kept to compare with: a gold alias found anywhere in the answer"),
     JudgeSpec("exact", 5, BOTH, BOTH, "the whole answer equals a gold alias (or the other answer), token for token"),
     JudgeSpec("paper", 1, ("correctness",), ("correctness",), "the EliCal authors' has_answer, flaws included"),
-    JudgeSpec("answer", 15, ("consistency",), ("consistency",),
+    JudgeSpec("answer", 16, ("consistency",), ("consistency",),
               "answer cores compared by rules, then embeddings of what differs (all-MiniLM-L6-v2)"),
     JudgeSpec("embedding", 2, BOTH, BOTH, "cosine of the whole texts' embeddings (all-MiniLM-L6-v2)"),
     JudgeSpec("llm", 1, BOTH, (), "an LLM's likelihood of the two allowed replies"),
-    JudgeSpec("cascade", 14, BOTH, (),
+    JudgeSpec("cascade", 15, BOTH, (),
               "the offline front (match rules; the answer judge for consistency), then the LLM judge for what it "
               "leaves open"),
 )}
