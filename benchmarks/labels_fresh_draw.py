@@ -39,12 +39,11 @@ with --seed 61, the eleventh with --seed 67, the twelfth with --seed 71:
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 
 from elical.audit.sample import candidates, draw, sheet_row, write_sheet
-from elical.records import read_records
+from elical.records import iter_json_objects, read_records
 
 PER_STRATUM = {"correctness": 38, "consistency": 22}  # the sizes of the first test round
 JUDGES = {"correctness": "match@4", "consistency": "answer@3"}  # the second round's; later rounds: the records'
@@ -60,9 +59,8 @@ def sheet_population(sheets: list[Path], task: str) -> Counter:
     run: a stratum's items' weights add up to its size, so a dataset's add up to its population."""
     sizes: Counter = Counter()
     for path in sheets:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line) if line.strip() else None
-            if row and row["task"] == task:
+        for _, row in iter_json_objects(path):
+            if row["task"] == task:
                 sizes[row["dataset"]] += row["weight"]
     return Counter({d: round(n) for d, n in sizes.items()})
 
@@ -89,8 +87,7 @@ def targets(sizes: Counter, per_stratum: int, per_negative: int | None, negative
 
 
 def labelled_items(folder: Path) -> set[str]:
-    return {json.loads(line)["item"] for path in folder.glob("*.jsonl")
-            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+    return {row["item"] for path in folder.glob("*.jsonl") for _, row in iter_json_objects(path)}
 
 
 def main() -> None:

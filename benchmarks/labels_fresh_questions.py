@@ -29,7 +29,7 @@ import json
 import random
 from pathlib import Path
 
-from elical.records import read_records
+from elical.records import iter_json_objects, read_records
 
 SOURCES = ["qa/2wiki_dev.jsonl", "qa/hq_dev.jsonl", "qa/musique_train.jsonl", "qa/nq_test.jsonl",
            "qa/pararel_test.jsonl", "qa/popqa_test.jsonl", "qa/squad_dev.jsonl", "qa/wq_test.jsonl"]
@@ -49,11 +49,11 @@ def main() -> None:
     if not args.exclude and not args.exclude_sheets:
         parser.error("give --exclude RECORDS_DIR or --exclude-sheets DIR: the questions to leave out")
     seen = {r.question.strip() for folder in args.exclude for r in read_records(sorted(folder.glob("*.parquet")))}
-    seen |= {json.loads(line)["question"].strip() for folder in args.exclude_sheets for path in sorted(folder.glob("*.jsonl"))
-             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+    seen |= {row["question"].strip() for folder in args.exclude_sheets for path in sorted(folder.glob("*.jsonl"))
+             for _, row in iter_json_objects(path)}  # lines end at "\n" only: a reply may hold U+0085
     args.out.mkdir(parents=True, exist_ok=True)
     for source in args.sources:
-        rows = [json.loads(line) for line in (args.data / source).read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = [row for _, row in iter_json_objects(args.data / source)]
         fresh = [row for row in rows if row["question"].strip() not in seen]
         picked = random.Random(args.seed).sample(fresh, min(args.per_dataset, len(fresh)))
         (args.out / Path(source).name).write_text("".join(json.dumps(row) + "\n" for row in picked), encoding="utf-8")

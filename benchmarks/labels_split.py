@@ -13,6 +13,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from elical.records import iter_json_objects
+
 
 def half_of(record_id: str, salt: str) -> int:
     """0 or 1, the same for every item of one question."""
@@ -43,7 +45,7 @@ def main() -> None:
     parser.add_argument("test", type=Path)
     parser.add_argument("--salt", default="39")
     args = parser.parse_args()
-    rows = [json.loads(line) for line in args.sheet.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [row for _, row in iter_json_objects(args.sheet)]
     for path, half in zip((args.dev, args.test), split(rows, args.salt)):
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in half), encoding="utf-8")
         print(f"{path}: {len(half)} items, {len({r['stratum'] for r in half})} strata")
