@@ -20,7 +20,8 @@ were final (its misses then read for match@12 / answer@11); paper_*_test9 the ni
 scored once after they were final (its false positives then read for match@13 / answer@12); paper_*_test10 the tenth,
 drawn by match@13 / answer@12 and scored once after they were final (its false positives then read for match@14 /
 answer@13); paper_*_test11 the eleventh, drawn by match@14 / answer@13 and scored once after they were final;
-paper_*_test12 the twelfth, drawn by match@15 / answer@14 (written on the draws up to the tenth) and scored once.
+paper_*_test12 to _test14 the twelfth to fourteenth, drawn by match@15 / answer@14, match@16 / answer@15 and
+match@17 / answer@16 (all written on the draws up to the tenth) and each scored once.
 
     python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
 """

@@ -25,10 +25,14 @@ to), and `--per-stratum` draws more items per stratum (smaller weights, narrower
 
 (the fifth draw: the same from the fourth's records relabelled by draft match@9 / answer@8, --seed 41, 40 and 25.)
 
+A stratum whose scaled size rounds to 0 stands for no item of the run: it is left out, and said so on stdout (its
+items would weigh 0; since the fourteenth draw).
+
 Sixth round: `--per-negative` and `--negatives-total` draw more items from the strata of negative decisions, the
 largest most, as they hold most of the population (a 2WikiMultihopQA judged-wrong item of the fourth draw weighed
 half a point of the error); the seventh round the same with --seed 47, the eighth with --seed 53, the ninth with --seed 59, the tenth
-with --seed 61, the eleventh with --seed 67, the twelfth with --seed 71:
+with --seed 61, the eleventh with --seed 67, the twelfth with --seed 71,
+the thirteenth with --seed 73, the fourteenth with --seed 79:
 
     python benchmarks/labels_fresh_draw.py RELABELLED cons.jsonl --seed 43 --per-stratum 40 --per-negative 50 \
         --negatives-total 600 --tasks consistency --sizes-from-sheets tests/data/labels/paper_consistency_test.jsonl
