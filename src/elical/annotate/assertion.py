@@ -898,7 +898,8 @@ _BOTH_OF_THEM = re.compile(r"\b(?:both|all)\b(?!\s+(?:an?|the)\b)", re.IGNORECAS
 def _of_all_asked(asked: Sequence[Token], sentence: str) -> bool:
     """Whether a sentence speaks of everything the question names: "they" or "both", or a subject that holds
     every name of the question (not "A is a British actor and B is ..." for "Are A and B both actors?"); "all"
-    counts as "both" does, but a "both" that joins two predicates ("A is both a writer and a photographer") speaks of one (since match@16)."""
+    counts as "both" does, but a "both" that joins two predicates ("A is both a writer and a photographer") speaks
+    of one (since match@16)."""
     tokens = tokenize(sentence)
     if any(t.text in ("they", "neither") for t in tokens) or _BOTH_OF_THEM.search(sentence):
         return True

@@ -75,8 +75,8 @@ def extract_choice(answer: str, choices: Sequence[str], strict: bool = True) -> 
     """The option letter an answer picks: a leading/quoted letter, else the one option it names.
     ``strict`` (the rules since match@4): an answer that picks two letters ("C. ... The answer is D"),
     or a letter and the text of another option ("B. <option C's text>", whole or closer to C's words
-    than to B's), picks none; an option's text counts only on the line that states the pick, not in
-    the explanation after it."""
+    than to B's), picks none, and so does a pick its own line calls wrong ("C. ... is not the answer", since
+    match@16); an option's text counts only on the line that states the pick, not in the explanation after it."""
     letters = CHOICE_LETTERS[: len(choices)]
     if not strict:  # the first letter pattern that matches, else the one option named anywhere
         for pattern in _LETTER_PATTERNS:
