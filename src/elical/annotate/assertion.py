@@ -848,9 +848,10 @@ def _polarity(question: str, reply: str) -> str | None:
     asked = tokenize(question)
     for k, sentence in enumerate(said):
         tokens = tokenize(sentence)
-        nos = itertools.count()
-        polar = next((t.text for i, t in enumerate(tokens) if t.text in ("yes", "no") and not _names_word(asked, tokens, i)
-                      and not (t.text == "no" and _determiner_no(sentence, next(nos)))), None)
+        nos = [i for i, t in enumerate(tokens) if t.text == "no"]  # the k-th "no" token is the k-th "no" in the text
+        determiners = {nos[k] for k in _determiner_nos(sentence) if k < len(nos)}
+        polar = next((t.text for i, t in enumerate(tokens) if t.text in ("yes", "no") and i not in determiners
+                      and not _names_word(asked, tokens, i)), None)
         if polar is not None:  # "No, the answer is not possible to give" withdraws its "no"
             if any(p.search(sentence) and not p.search(question) for p in (_WITHDRAWN, _NO_ANSWER, _AFRAID)):
                 return None  # "No, I'm not able to answer", "No, I'm afraid ..." (since match@13)
@@ -873,15 +874,15 @@ _NO_WORD = re.compile(r"\bno\b", re.IGNORECASE)
 _ANSWER_IS = re.compile(r"\b(?:answer|response|reply)\s*(?:is|was|would be|:)\s*$", re.IGNORECASE)
 
 
-def _determiner_no(sentence: str, nth: int) -> bool:
-    """Whether the sentence's ``nth`` "no" is a determiner ("There is no specific information about ..."), not the
-    answer "no": inside the sentence, a word right after it, and not announced ("The answer is no because ...").
-    Since match@16 / answer@15."""
-    found = list(_NO_WORD.finditer(sentence))
-    if nth >= len(found):
-        return False
-    before, after = sentence[: found[nth].start()], sentence[found[nth].end() :]
-    return bool(before.strip()) and bool(re.match(r"\s+[\w\"'“‘]", after)) and not _ANSWER_IS.search(before)
+def _determiner_nos(sentence: str) -> list[int]:
+    """Which of the sentence's "no"s (by their order in it) are determiners ("There is no specific information about
+    ..."), not the answer "no": inside the sentence, a word right after it, and not announced ("The answer is no
+    because ..."). Since match@16 / answer@15."""
+    def determiner(found: re.Match[str]) -> bool:
+        before, after = sentence[: found.start()], sentence[found.end() :]
+        return bool(before.strip()) and bool(re.match(r"\s+[\w\"'“‘]", after)) and not _ANSWER_IS.search(before)
+
+    return [k for k, found in enumerate(_NO_WORD.finditer(sentence)) if determiner(found)]
 
 
 def _names_word(asked: Sequence[Token], tokens: Sequence[Token], i: int) -> bool:
@@ -1189,7 +1190,7 @@ _VAGUE = frozenset([
 _NUMBER_QUESTION = re.compile(
     r"^\s*(?:how (?:many|much|old|long|far|tall|big)|when\b|(?:in )?what (?:year|date|decade|century))"
     r"|\bhow (?:many|much)\b"  # anywhere: "In 2012, how many ...", "... has how many undergraduates?" (answer@14)
-    r"|\b(?:what|which) year\b"  # anywhere: "... was completed in what year?" (answer@16)
+    rf"|{_YEAR_QUESTION.pattern}"  # anywhere: "... was completed in what year?" (answer@16)
     r"|^\s*(?:what|which) (?:(?:is|was|are|were) the (?:\w+ ){0,2}?)?"  # a quantity's name: "What is the population of"
     r"(?:population|gdp|salary|percentage|percent|rate|number|amount|size|height|length|elevation|latitude|longitude"
     r"|rank|capacity|budget|revenue|cost|price|distance|depth|temperature|age)\b", re.IGNORECASE)
