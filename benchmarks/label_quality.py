@@ -38,7 +38,8 @@ from elical.annotate.judge_factory import judge_maker
 from elical.audit.score import Labelled, quality_cell, quality_table, render_quality
 from elical.records import iter_json_objects
 
-JUDGES = {"correctness": ("mention", "match", "exact", "paper"), "consistency": ("answer", "match", "mention")}
+JUDGES = {"correctness": ("verified", "mention", "match", "exact", "paper"),
+          "consistency": ("verified", "answer", "match", "mention")}
 
 
 def labelled(rows: list[dict], decisions: list[bool]) -> list[Labelled]:

@@ -6,7 +6,7 @@ draw to the next; pooling the draws a judge was never written on gives the estim
     python benchmarks/label_quality_pooled.py --commit d7eaa21 \
         --sets tests/data/labels/paper_correctness_test7.jsonl tests/data/labels/paper_correctness_test8.jsonl ...
 
-The judge is the task's default (match for correctness, answer for consistency) in the code that runs: for an older
+The judge is the task's rules (match for correctness, answer for consistency; `--judge` names another) in the code that runs: for an older
 version, run it from a worktree of that commit with PYTHONPATH pointing at its src (`--commit` is only recorded).
 Each sheet's items are those of benchmarks/label_quality.py (`labelled`).
 """
@@ -27,14 +27,15 @@ from elical.audit.score import Labelled, quality_cell, quality_table
 from elical.records import iter_json_objects
 
 
-def pooled(paths: list[Path]) -> tuple[str, list[Labelled]]:
-    """The judge's name and the pooled items of the sheets (one task), each draw's weights averaged in."""
+def pooled(paths: list[Path], kind: str | None = None) -> tuple[str, list[Labelled]]:
+    """The judge's name and the pooled items of the sheets (one task), each draw's weights averaged in; ``kind``
+    names the judge (None: the task's rules, match or answer, which every older commit has)."""
     make = judge_maker(AnnotateConfig())
     items: list[Labelled] = []
     name = ""
     for path in paths:
         rows = [row for _, row in iter_json_objects(path)]
-        judge = make("match" if rows[0]["task"] == "correctness" else "answer")
+        judge = make(kind or ("match" if rows[0]["task"] == "correctness" else "answer"))
         name = judge.name
         decisions = judge.judge_batch([pair.query for pair in read_pairs(path)])
         items += [replace(item, weight=item.weight / len(paths), stratum=f"{path.stem}/{item.stratum}")
@@ -45,10 +46,11 @@ def pooled(paths: list[Path]) -> tuple[str, list[Labelled]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", type=Path, nargs="+", required=True)
+    parser.add_argument("--judge", default=None, help="a judge's name (default: the task's rules, match or answer)")
     parser.add_argument("--commit", default="", help="the commit whose judges ran (recorded in the output)")
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
-    name, items = pooled(args.sets)
+    name, items = pooled(args.sets, args.judge)
     overall = quality_table(items, by=(), n_resamples=args.resamples)[0]
     cells = " | ".join(quality_cell(overall, k) for k in ("error", "precision", "recall"))
     print(f"| {name} ({args.commit or 'working tree'}) | {', '.join(p.stem for p in args.sets)} | {len(items)} | "

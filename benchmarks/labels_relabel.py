@@ -17,6 +17,7 @@ from pathlib import Path
 
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_factory import judge_maker
+from elical.annotate.judge_registry import DEFAULT_JUDGE
 from elical.annotate.judges import CachedJudge
 from elical.annotate.pipeline import Judges
 from elical.annotate.relabel import judge_again
@@ -27,8 +28,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", type=Path)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--correctness", default="match")
-    parser.add_argument("--consistency", default="answer")
+    parser.add_argument("--correctness", default=DEFAULT_JUDGE["correctness"])
+    parser.add_argument("--consistency", default=DEFAULT_JUDGE["consistency"])
     args = parser.parse_args()
     make = judge_maker(AnnotateConfig())
     judges = Judges(CachedJudge(make(args.correctness)), CachedJudge(make(args.consistency)))

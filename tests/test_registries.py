@@ -33,7 +33,8 @@ CLI = sorted(Path(elical.cli.__file__).parent.glob("*.py"))  # the command line'
 
 # Judge names and versions are cache keys and settings digests: they never change by accident.
 VERSIONED = {"match": "match@17", "mention": "mention@3", "exact": "exact@5", "paper": "paper@1", "answer": "answer@16",
-             "embedding": "embedding@2", "llm": "llm@1", "cascade": "cascade@15(match@17+answer@16+llm@1)"}
+             "embedding": "embedding@2", "llm": "llm@1", "verified": "verified@1(match@17+answer@16)",
+             "cascade": "cascade@15(match@17+answer@16+llm@1)"}
 
 
 def test_judge_names_and_versions_are_unchanged():
@@ -52,7 +53,7 @@ def test_every_registered_judge_is_offered_accepted_and_built():
         for name in allowed:
             assert getattr(JudgeConfig(**{task: name}), task) == name
         assert DEFAULT_JUDGES[task] == checked_judges(task)
-    assert JudgeConfig().correctness == "match" and JudgeConfig().consistency == "answer"
+    assert JudgeConfig().correctness == "verified" and JudgeConfig().consistency == "verified"
     make = judge_maker(AnnotateConfig(device="cpu"))
     for name in ("match", "mention", "exact"):  # judges that load no model
         assert make(name).name == judge_version(name)
@@ -64,7 +65,7 @@ def test_every_registered_judge_is_offered_accepted_and_built():
 def test_a_judge_outside_its_task_is_one_clear_error():
     with pytest.raises(ValidationError) as err:
         JudgeConfig(correctness="answer")
-    assert one_line(err.value).startswith("correctness: Input should be 'match', 'mention'")
+    assert one_line(err.value).startswith("correctness: Input should be 'verified', 'match', 'mention'")
 
 
 def test_every_registered_dataset_has_one_group_display_name_and_converter():
@@ -97,7 +98,7 @@ def test_tables_keep_the_paper_order_of_the_registry():
     (lambda: PredictConfig(device="tpu9"), "device:"),
     (lambda: GateConfig(objective="precision:2"), "objective: gate objective 'precision:2': the target precision"),
     (lambda: GateConfig(objective="best"), "objective: unknown gate objective 'best'; expected alignment, honesty"),
-    (lambda: RetrieveEvalConfig(judge="answer"), "judge: Input should be 'match', 'mention', 'exact', 'paper'"),
+    (lambda: RetrieveEvalConfig(judge="answer"), "judge: Input should be 'verified', 'match', 'mention', 'exact'"),
     (lambda: RetrieveEvalConfig(subject="moon"), "subject: Input should be 'world', 'geo' or 'qa'"),
     (lambda: RetrieveEvalConfig(retrieval={"k": 0}), "retrieval.k:"),
     (lambda: RetrieveEvalConfig(corpus="c.jsonl"), "corpus: unknown setting"),

@@ -125,10 +125,11 @@ def test_new_judge_rules_are_refused_like_other_settings(backend, tmp_path, monk
     items = make_items(4)
     annotate(items, backend, None, CONFIG, tmp_path, progress=False)
     kind = CONFIG.judges.correctness
+    old = judges.judge_version(kind)
     monkeypatch.setitem(judges.JUDGE_VERSIONS, kind, judges.JUDGE_VERSIONS[kind] + 1)
     with pytest.raises(SettingsMismatch) as err:
         annotate(items, backend, None, CONFIG, tmp_path, progress=False)
-    old, new = f"{kind}@{judges.JUDGE_VERSIONS[kind] - 1}", judges.judge_version(kind)
+    new = judges.judge_version(kind)
     assert f'judges.versions.correctness "{old}" → "{new}"' in str(err.value)
 
 

@@ -31,11 +31,11 @@ def test_judge_check_offers_exactly_the_judge_names():
 
 @pytest.mark.parametrize("command, shown", [
     (["run"], None),  # every packaged preset, below
-    (["annotate"], ["hf|openai|vllm", "paper|short", "match|mention|exact|paper|embedding|llm|cascade", "answer|match|mention|exact"]),
+    (["annotate"], ["hf|openai|vllm", "paper|short", "verified|match|mention|exact|paper|embedding|llm|cascade", "verified|match|mention|exact|answer"]),
     (["train"], ["eli-only|cal-only|elical|head-only"]),
     (["evaluate"], ["elical|paper", "uniform|quantile"]),
     (["honesty-tune"], ["sft|absolute|confidence-num|confidence-verb|multisample"]),
-    (["judge-check"], ["match|mention|exact|paper|answer|embedding|llm|cascade"]),
+    (["judge-check"], ["match|mention|exact|paper|answer|embedding|llm|verified|cascade"]),
 ])
 def test_help_names_the_allowed_values(command, shown):
     from elical.run.config import preset_names

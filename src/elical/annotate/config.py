@@ -42,22 +42,26 @@ class RaySettings(BaseModel):
 class JudgeConfig(BaseModel):
     """Which judge decides correctness and consistency, and its settings.
 
-    Correctness: ``match`` (alias containment, DPR ``has_answer`` style, without its flaws), ``exact``,
+    Correctness: ``verified`` (the match rules with a veto learned from hand labels of real outputs; the
+    default), ``match`` (alias containment, DPR ``has_answer`` style, without its flaws), ``exact``,
     ``paper`` (the authors' ``has_answer``, flaws included), ``embedding``, ``llm``, ``cascade``
     (the offline front of :mod:`~elical.annotate.judge_front`, then the LLM for what it leaves open).
-    Consistency: ``answer`` (answer cores: rules, then embeddings of what differs; measured best
-    offline), ``match`` (the rules alone), ``exact``, ``embedding``, ``llm``, ``cascade``.
+    Consistency: ``verified`` (the answer judge with the learned veto; the default), ``answer`` (answer
+    cores: rules, then embeddings of what differs), ``match`` (the rules alone), ``exact``, ``embedding``, ``llm``, ``cascade``.
     ``elical judge-check`` measures them on labelled pairs.
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    correctness: CorrectnessJudgeKind = DEFAULT_JUDGE["correctness"]  # "match" (elical.annotate.judge_registry)
-    consistency: ConsistencyJudgeKind = DEFAULT_JUDGE["consistency"]  # "answer"
+    correctness: CorrectnessJudgeKind = DEFAULT_JUDGE["correctness"]  # "verified" (elical.annotate.judge_registry)
+    consistency: ConsistencyJudgeKind = DEFAULT_JUDGE["consistency"]  # "verified"
     llm_model: str | None = None  # judge model for `llm`/`cascade` (path, alias); None = the answering model
     embedding_model: str | None = None  # None = the packaged all-MiniLM-L6-v2 (`embedding` and `answer`)
     embedding_threshold: Annotated[float, Range(0, 1)] = 0.8  # `embedding`: cosine of the whole texts
     answer_threshold: Annotated[float, Range(0, 1)] = ANSWER_THRESHOLD  # `answer`: cosine of what differs
+    # `verified`: a folder with correctness.safetensors and consistency.safetensors (elical.annotate.verifier,
+    # fitted by benchmarks/verifier_fit.py); None = the packaged ones, fitted on tests/data/labels
+    verifiers: str | None = None
     batch_size: Annotated[int, Range(1), Output.NEVER] = 32
     cache: Annotated[bool, Output.NEVER] = True  # cache judgements on disk (out_dir/judge_cache.sqlite)
     # processes the rules of match/mention/exact/paper/answer run on (elical.annotate.judge_pool); 0: in this

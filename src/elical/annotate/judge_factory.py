@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_front import OfflineFront
-from elical.annotate.judge_registry import judge_names
+from elical.annotate.judge_registry import BOTH, VERIFIED_RULES, judge_names
 from elical.annotate.judges import (
     CachedJudge,
     CascadeJudge,
@@ -75,6 +75,15 @@ def _embedding(config: AnnotateConfig, backend: Any, make: Callable[[str], Judge
     return EmbeddingJudge(config.judges.embedding_model, config.judges.embedding_threshold)
 
 
+def _verified(config: AnnotateConfig, backend: Any, make: Callable[[str], Judge]) -> Judge:
+    from elical.annotate.judge_models import AnswerJudge, VerifiedJudge
+    from elical.annotate.verifier import packaged_verifier
+
+    answer = cast(AnswerJudge, make("answer"))  # its sentence model embeds for the verifiers too
+    verifiers = {task: packaged_verifier(task, config.judges.verifiers) for task in BOTH}
+    return VerifiedJudge({task: make(kind) for task, kind in VERIFIED_RULES.items()}, verifiers, answer.model, answer.label)
+
+
 BUILDERS: dict[str, Builder] = {
     "match": lambda config, backend, make: MatchJudge(),
     "mention": lambda config, backend, make: MentionJudge(),
@@ -83,6 +92,7 @@ BUILDERS: dict[str, Builder] = {
     "answer": _answer,
     "embedding": _embedding,
     "llm": lambda config, backend, make: _llm_judge(config, backend),
+    "verified": _verified,
     "cascade": lambda config, backend, make: CascadeJudge(make("llm"), OfflineFront(_answer_or_none(make))),
 }
 

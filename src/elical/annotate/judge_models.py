@@ -1,16 +1,19 @@
 """Model-based judges: sentence-embedding similarity, the answer-core consistency judge (rules, then
-embeddings of what differs), and an LLM judge scored by reply likelihood."""
+embeddings of what differs), the rules with a learned veto (``verified``), and an LLM judge scored by reply
+likelihood."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from elical.annotate.consistency import ANSWER_THRESHOLD, Comparison
+from elical.annotate.judge_registry import BOTH, Task
 from elical.annotate.judges import Judge, JudgeQuery, compare_query, judge_version
 from elical.annotate.prompts import PromptConfig, chat
+from elical.annotate.verifier import Verifier, features, reference_text
 
 
 def packaged_minilm() -> str:
@@ -81,6 +84,17 @@ def cosine_pairs(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int =
     return [float(vectors[index[a]] @ vectors[index[b]]) for a, b in pairs]
 
 
+def embed_triples(model: Any, triples: Sequence[tuple[str, str, str]], batch_size: int = 64) -> Any:
+    """The verifier's :func:`~elical.annotate.verifier.features` of (question, reply, reference) texts, each
+    distinct text encoded once."""
+    texts = sorted({t for triple in triples for t in triple})
+    with own_stream(model):
+        vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
+    index = {t: i for i, t in enumerate(texts)}
+    question, reply, reference = (vectors[[index[triple[j]] for triple in triples]] for j in range(3))
+    return features(question, reply, reference)
+
+
 class EmbeddingJudge(Judge):
     """Same answer when the cosine similarity of sentence embeddings reaches ``threshold``
     (correctness: against the closest gold alias)."""
@@ -108,10 +122,10 @@ class AnswerJudge(Judge):
 
     def __init__(self, model: Any = None, threshold: float = ANSWER_THRESHOLD, batch_size: int | None = None,
                  device: str | None = None):
-        self.model, label = load_sentence_model(model, device)
+        self.model, self.label = load_sentence_model(model, device)
         self.threshold = threshold
         self.batch_size = embed_batch(self.model, batch_size)
-        self.name = f"{judge_version('answer')}({label},t={threshold:g})"
+        self.name = f"{judge_version('answer')}({self.label},t={threshold:g})"
 
     def comparisons(self, queries: Sequence[JudgeQuery]) -> list[Comparison]:
         """The rules' comparison of each (consistency) query; multiple choice by option letters."""
@@ -192,3 +206,37 @@ class LLMJudge(Judge):
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
         return [y > n for y, n in self.reply_logprobs(queries)] if queries else []
+
+
+class VerifiedJudge(Judge):
+    """The rules' decisions with a learned veto (:mod:`elical.annotate.verifier`): each task's rule judge decides
+    (``rules``: the match judge for correctness, the answer judge for consistency), and a positive decision on an
+    open question stands only where the task's verifier finds it right with probability ``>= threshold``."""
+
+    def __init__(self, rules: Mapping[Task, Judge], verifiers: Mapping[Task, Verifier], model: Any, label: str,
+                 batch_size: int | None = None):
+        for task, verifier in verifiers.items():
+            if verifier.embedding_model and verifier.embedding_model != label:
+                raise ValueError(f"the {task} verifier was fitted on embeddings of {verifier.embedding_model}, "
+                                 f"judges.embedding_model gives {label}: fit one on {label} (benchmarks/verifier_fit.py)")
+        self.rules, self.verifiers, self.model = dict(rules), dict(verifiers), model
+        self.batch_size = embed_batch(model, batch_size)
+        parts = "+".join(f"{self.rules[t].name}|{self.verifiers[t].digest}" for t in BOTH)
+        self.name = f"{judge_version('verified')}({parts})"
+
+    def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
+        decided = [False] * len(queries)
+        for task in BOTH:
+            at = [i for i, q in enumerate(queries) if q.task == task]
+            if not at:
+                continue
+            for i, value in zip(at, self.rules[task].judge_batch([queries[i] for i in at])):
+                decided[i] = value
+            asked = [i for i in at if decided[i] and not queries[i].choices]
+            if asked:
+                triples = [(queries[i].question, queries[i].answer, reference_text(task, queries[i].references)) for i in asked]
+                verifier = self.verifiers[task]
+                kept = verifier.probabilities(embed_triples(self.model, triples, self.batch_size)) >= verifier.threshold
+                for i, keep in zip(asked, kept):
+                    decided[i] = bool(keep)
+        return decided

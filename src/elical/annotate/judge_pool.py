@@ -1,7 +1,7 @@
 """The rule-based judges on several CPU cores: a batch's queries split over worker processes.
 
-The rules (``match``, ``mention``, ``exact``, ``paper``, and the rules of the ``answer`` judge, whose
-embeddings stay in this process) are pure Python, so threads would share one core through the GIL;
+The rules (``match``, ``mention``, ``exact``, ``paper``, and the rules of the ``answer`` and ``verified``
+judges, whose embeddings stay in this process) are pure Python, so threads would share one core through the GIL;
 processes do not. Each worker runs the judge's own rules on its slice, so every decision is the one the
 judge makes in this process; dedup and the on-disk cache stay in front (:class:`~elical.annotate.judges.CachedJudge`
 wraps the pooled judge under the same name). Pays where judging would otherwise hold generation back:
@@ -13,9 +13,10 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 from elical.annotate.consistency import Comparison
+from elical.annotate.judge_registry import VERIFIED_RULES
 from elical.annotate.judges import Judge, JudgeQuery, compare_query
 
 MIN_SLICE = 64  # queries per worker below which a batch is judged here (the hand-off costs more)
@@ -85,4 +86,9 @@ def pooled(kind: str, judge: Judge, pool: Executor, workers: int) -> Judge:
         return PooledRules(judge, pool, workers)
     if kind == "answer":
         return pooled_answer_judge(judge, pool, workers)
+    if kind == "verified":  # its rules on the pool; the veto's embeddings here
+        from elical.annotate.judge_models import VerifiedJudge
+
+        verified = cast(VerifiedJudge, judge)
+        verified.rules = {task: pooled(VERIFIED_RULES[task], rule, pool, workers) for task, rule in verified.rules.items()}
     return judge

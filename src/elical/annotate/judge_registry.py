@@ -44,12 +44,17 @@ JUDGES: dict[str, JudgeSpec] = {spec.name: spec for spec in (
               "answer cores compared by rules, then embeddings of what differs (all-MiniLM-L6-v2)"),
     JudgeSpec("embedding", 2, BOTH, BOTH, "cosine of the whole texts' embeddings (all-MiniLM-L6-v2)"),
     JudgeSpec("llm", 1, BOTH, (), "an LLM's likelihood of the two allowed replies"),
+    JudgeSpec("verified", 1, BOTH, (),
+              "the match rules (correctness) and the answer judge (consistency), then a learned veto on their positive "
+              "decisions: a logistic model over sentence embeddings fitted on hand-labelled real outputs (bump the "
+              "version when the packaged verifiers are refitted)"),
     JudgeSpec("cascade", 15, BOTH, (),
               "the offline front (match rules; the answer judge for consistency), then the LLM judge for what it "
               "leaves open"),
 )}
 
-DEFAULT_JUDGE: dict[Task, str] = {"correctness": "match", "consistency": "answer"}
+DEFAULT_JUDGE: dict[Task, str] = {"correctness": "verified", "consistency": "verified"}
+VERIFIED_RULES: dict[Task, str] = {"correctness": "match", "consistency": "answer"}  # whose decisions `verified` vetoes
 
 
 def judge_names(task: Task | None = None) -> tuple[str, ...]:

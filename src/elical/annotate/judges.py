@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from elical.annotate.assertion import answers_inner_question, asserts_gold, compare_assertions
 from elical.annotate.consistency import FUNCTION_WORDS, Comparison, compare_answers
-from elical.annotate.judge_registry import JUDGES, Task
+from elical.annotate.judge_registry import JUDGES, VERIFIED_RULES, Task
 from elical.annotate.text import (
     Token,
     alias_tokens,
@@ -176,11 +176,14 @@ JUDGE_VERSIONS = {name: spec.version for name, spec in JUDGES.items()}
 
 def judge_version(kind: str) -> str:
     """The versioned rules of a judge kind, e.g. 'match@3'; a cascade names the judges it combines
-    (its offline front: match rules for correctness, the answer judge for consistency; then the LLM)."""
+    (its offline front: match rules for correctness, the answer judge for consistency; then the LLM), and so
+    does the verified judge (the rules whose positive decisions it vetoes)."""
     version = f"{kind}@{JUDGE_VERSIONS[kind]}"
-    if kind != "cascade":
-        return version
-    return f"{version}({'+'.join(judge_version(k) for k in ('match', 'answer', 'llm'))})"
+    if kind == "cascade":
+        return f"{version}({'+'.join(judge_version(k) for k in ('match', 'answer', 'llm'))})"
+    if kind == "verified":
+        return f"{version}({'+'.join(judge_version(k) for k in VERIFIED_RULES.values())})"
+    return version
 
 
 def compare_query(query: JudgeQuery) -> Comparison:

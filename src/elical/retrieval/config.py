@@ -7,7 +7,6 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from elical.annotate.backends.base import GenerationSettings
-from elical.annotate.judge_registry import DEFAULT_JUDGE
 from elical.annotate.prompts import PromptConfig
 from elical.core.choices import CorrectnessJudgeKind, SubjectName
 from elical.core.inputs import Device, Range
@@ -46,8 +45,9 @@ class RetrieveEvalConfig(BaseModel):
         "retrieval.corpus)"))
     model: str | None = Field(None, description=(
         "the answering model (None: the packaged world LM for world, smollm2 otherwise)"))
-    judge: CorrectnessJudgeKind = Field(DEFAULT_JUDGE["correctness"], description=(
-        "the correctness judge of the answers after retrieval (elical.annotate.judge_registry)"))
+    judge: CorrectnessJudgeKind = Field("match", description=(
+        "the correctness judge of the answers after retrieval (elical.annotate.judge_registry); match: the rules, "
+        "no model to load (the verified judge's veto was fitted on open-QA replies, not on the world's short names)"))
     device: Device = Field("auto", description="cpu, cuda, ... (auto: a GPU if any)")
     dtype: str = Field("auto", description="float32, bfloat16, ... (auto: the model's)")
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description=(
