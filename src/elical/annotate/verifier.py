@@ -28,8 +28,11 @@ import numpy as np
 from elical.annotate.judge_registry import Task
 
 VERIFIER_DIR = Path(__file__).parent / "verifiers"
-THRESHOLD = 0.5  # veto below this probability of "right" (class-balanced fit: the even-odds cut)
-REGULARIZATION = 1.0  # scikit-learn's C (inverse L2 strength), chosen before any held-out draw was scored
+# veto below this probability of "right" (class-balanced fit: the even-odds cut), and scikit-learn's C (inverse L2
+# strength). Both fixed before the fifteenth draw was labelled, after a look at a sweep (C 1 or 10, threshold 0.3
+# to 0.7) on the eleventh to fourteenth draws (docs/judges.md)
+THRESHOLD = 0.5
+REGULARIZATION = 1.0
 MAX_REFERENCES = 5  # gold aliases joined into the reference text (their order is the dataset's)
 
 
@@ -108,9 +111,10 @@ class Verifier:
 
 def packaged_verifier(task: Task, folder: str | Path | None = None) -> Verifier:
     """The verifier of a task from ``folder`` (``{task}.safetensors``; None: the packaged one)."""
-    verifier = Verifier.load(Path(folder or VERIFIER_DIR) / f"{task}.safetensors")
+    path = Path(folder or VERIFIER_DIR) / f"{task}.safetensors"
+    verifier = Verifier.load(path)
     if verifier.task != task:
-        raise ValueError(f"{folder}/{task}.safetensors holds a {verifier.task} verifier")
+        raise ValueError(f"{path} holds a {verifier.task} verifier")
     return verifier
 
 
@@ -130,4 +134,3 @@ def fit_verifier(task: Task, x: np.ndarray, labels: Sequence[bool], meta: Mappin
     info = {"regularization": repr(regularization), "items": str(len(y)), "right": str(int(y.sum())),
             "sklearn": sklearn.__version__, "seed": str(seed), **(meta or {})}
     return Verifier(task, model.coef_[0].astype(np.float32), float(model.intercept_[0]), threshold, info)
-
