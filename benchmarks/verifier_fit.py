@@ -31,10 +31,11 @@ from label_quality import labelled  # the sibling script (benchmarks/ is on the 
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_check import read_pairs
 from elical.annotate.judge_factory import judge_maker
-from elical.annotate.judge_models import AnswerJudge, VerifiedJudge, embed_triples
+from elical.annotate.judge_models import AnswerJudge, VerifiedJudge
 from elical.annotate.judge_registry import BOTH, VERIFIED_RULES, Task
 from elical.annotate.judges import Judge
-from elical.annotate.verifier import VERIFIER_DIR, Verifier, fit_verifier, packaged_verifier, reference_text
+from elical.annotate.verifier import VERIFIER_DIR, Verifier, packaged_verifier
+from elical.audit.fit import fit_task
 from elical.audit.score import Labelled, quality_cell, quality_table
 from elical.records import iter_json_objects
 
@@ -50,16 +51,8 @@ def held(path: Path, suffixes: list[str]) -> bool:
 
 def fit(task: Task, paths: list[Path], rules: Judge, answer: AnswerJudge) -> Verifier:
     """The task's verifier fitted on the rules' positive decisions of the sheets."""
-    triples, labels = [], []
-    for path in paths:
-        pairs = read_pairs(path)
-        for pair, decided in zip(pairs, rules.judge_batch([p.query for p in pairs])):
-            if decided and not pair.query.choices:
-                triples.append((pair.query.question, pair.query.answer, reference_text(task, pair.query.references)))
-                labels.append(pair.label)
-    meta = {"embedding_model": answer.label, "rules": rules.name, "sets": ",".join(p.stem for p in paths),
-            "fitted": time.strftime("%Y-%m-%d")}
-    return fit_verifier(task, embed_triples(answer.model, triples), labels, meta)
+    pairs = [pair for path in paths for pair in read_pairs(path)]
+    return fit_task(task, pairs, rules, answer, ",".join(p.stem for p in paths))
 
 
 def pooled_items(paths: list[Path], judge: Judge, draws: int) -> list[Labelled]:

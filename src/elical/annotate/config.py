@@ -60,7 +60,7 @@ class JudgeConfig(BaseModel):
     embedding_threshold: Annotated[float, Range(0, 1)] = 0.8  # `embedding`: cosine of the whole texts
     answer_threshold: Annotated[float, Range(0, 1)] = ANSWER_THRESHOLD  # `answer`: cosine of what differs
     # `verified`: a folder with correctness.safetensors and consistency.safetensors (elical.annotate.verifier,
-    # fitted by benchmarks/verifier_fit.py); None = the packaged ones, fitted on tests/data/labels
+    # fitted by `elical judge-fit`); None = the packaged ones, fitted on tests/data/labels
     verifiers: str | None = None
     batch_size: Annotated[int, Range(1), Output.NEVER] = 32
     cache: Annotated[bool, Output.NEVER] = True  # cache judgements on disk (out_dir/judge_cache.sqlite)

@@ -38,7 +38,8 @@ class Pair:
     category: str
 
 
-def _pair(row: dict, where: str) -> Pair:
+def pair_of(row: dict, where: str) -> Pair:
+    """One labelled query of a pair-file row (``where``: file:line, for the error message)."""
     try:
         if "gold" in row:
             gold = row["gold"]
@@ -59,7 +60,7 @@ def _pair(row: dict, where: str) -> Pair:
 
 def read_pairs(path: str | Path) -> list[Pair]:
     """The labelled pairs of a JSONL file (all rows of one task)."""
-    pairs = [_pair(row, f"{path}:{number}") for number, row in iter_json_objects(path)]
+    pairs = [pair_of(row, f"{path}:{number}") for number, row in iter_json_objects(path)]
     if not pairs:
         raise ValueError(f"{path}: no pairs")
     if len({p.query.task for p in pairs}) > 1:

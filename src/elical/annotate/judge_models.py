@@ -218,7 +218,7 @@ class VerifiedJudge(Judge):
         for task, verifier in verifiers.items():
             if verifier.embedding_model and verifier.embedding_model != label:
                 raise ValueError(f"the {task} verifier was fitted on embeddings of {verifier.embedding_model}, "
-                                 f"judges.embedding_model gives {label}: fit one on {label} (benchmarks/verifier_fit.py)")
+                                 f"judges.embedding_model gives {label}: fit one on {label} (elical judge-fit)")
         self.rules, self.verifiers, self.model = dict(rules), dict(verifiers), model
         self.batch_size = embed_batch(model, batch_size)
         parts = "+".join(f"{self.rules[t].name}|{self.verifiers[t].digest}" for t in BOTH)

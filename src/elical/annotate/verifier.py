@@ -12,8 +12,8 @@ letter rules, which are exact.
 A verifier is a weight vector and a bias in a ``.safetensors`` file, whose metadata records the
 threshold, the embedding model, the labelled sets and item counts it was fitted on, and the library
 versions (no pickle). The packaged ones (``elical/annotate/verifiers/{task}.safetensors``) are fitted on
-every labelled set of tests/data/labels by ``benchmarks/verifier_fit.py``; :func:`fit_verifier` fits one
-on a user's own labels (``elical label-audit`` sheets).
+every labelled set of tests/data/labels by ``benchmarks/verifier_fit.py``; ``elical judge-fit``
+(:mod:`elical.audit.fit`) fits them on a user's own labels (``elical label-audit`` folders).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class Verifier:
 
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: no verifier file (fit one with benchmarks/verifier_fit.py)")
+            raise FileNotFoundError(f"{path}: no verifier file (fit one with elical judge-fit)")
         with safe_open(str(path), framework="numpy") as handle:
             meta = dict(handle.metadata() or {})
             names = set(handle.keys())

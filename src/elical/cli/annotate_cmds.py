@@ -1,4 +1,4 @@
-"""`elical annotate`, `relabel`, `annotate-merge`, `judge-check` and `label-audit`: records and their labels."""
+"""`elical annotate`, `relabel`, `annotate-merge`, `judge-check`, `label-audit` and `judge-fit`: records and their labels."""
 
 from __future__ import annotations
 
@@ -260,3 +260,36 @@ def label_audit(
                "The browser keeps the labels, so you can stop and come back. Then click 'Download labels' and run:\n"
                f"  elical label-audit {' '.join(map(str, source))}"
                + (f" --out {out}" if out is not None else "") + " --labels labels.jsonl")
+
+
+@app.command("judge-fit")
+def judge_fit(
+    source: list[Path] = typer.Argument(..., metavar="LABELLED",
+                                        help="Labelled sheets (JSONL rows of a label-audit sheet with 'label' 0/1 filled "
+                                             "in) or label-audit folders (sheet.jsonl and the page's labels.jsonl)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for correctness.safetensors and consistency.safetensors."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace vetoes already in --out."),
+) -> None:
+    """Fit the verified judge's vetoes on your own hand labels (the packaged ones learned SmolLM2's open-QA replies);
+    use them with annotate.judges.verifiers: OUT."""
+    from rich.console import Console
+
+    from elical.annotate.verifier import VERIFIER_DIR
+    from elical.audit.fit import fit_verifiers
+    from elical.core.inputs import InputError
+
+    console = Console()
+    with _user_errors(console):
+        taken = [out / f"{task}.safetensors" for task in ("correctness", "consistency")]
+        if not overwrite and any(path.exists() for path in taken):
+            raise InputError(f"{out}: already holds vetoes; pass --overwrite to replace them")
+        fitted = fit_verifiers(source)
+        for task, verifier in fitted.items():
+            path = verifier.save(out / f"{task}.safetensors")
+            typer.echo(f"{path}: {task} veto {verifier.digest}, fitted on {verifier.meta['items']} positive decisions "
+                       f"of {verifier.meta['rules']} ({verifier.meta['right']} labelled right)")
+        missing = [task for task in ("correctness", "consistency") if task not in fitted]
+        if missing:
+            typer.echo(f"No labels of {' or '.join(missing)}: the verified judge needs both files, so copy the packaged "
+                       f"one(s) from {VERIFIER_DIR} or label that task too.")
+    typer.echo(f"Use them: annotate: {{judges: {{correctness: verified, consistency: verified, verifiers: {out}}}}}")
