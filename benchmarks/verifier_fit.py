@@ -6,8 +6,9 @@ positive decisions on open questions, with their hand labels, fit a class-balanc
 embeddings of (question, reply, reference). Items are not weighted: the veto learns which positives are wrong,
 whatever their stratum.
 
-    python benchmarks/verifier_fit.py                      # refit the packaged verifiers on every sheet
-    python benchmarks/verifier_fit.py --hold-out test11 test12 test13 test14 --packaged test15 --out /tmp/v \\
+    python benchmarks/verifier_fit.py                      # refit the packaged verifiers on every sheet (then bump
+                                                           # `verified`'s version: tests/annotate/test_verifier.py)
+    python benchmarks/verifier_fit.py --hold-out test11 test12 test13 test14 --packaged test15 \\
         --report benchmarks/results/verifier_heldout_cpu.md  # fit on the rest; score rules vs verified on those
 
 With --hold-out, the sheets whose name ends in one of the given suffixes ("paper_correctness_test11") are left
@@ -98,7 +99,9 @@ def report(args: argparse.Namespace, make: Callable[[str], Judge], answer: Answe
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", type=Path, default=Path("tests/data/labels"))
-    parser.add_argument("--out", type=Path, default=VERIFIER_DIR, help="folder for {task}.safetensors")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="folder for {task}.safetensors (default: the packaged folder, unless sheets are left out: "
+                             "then nothing is written without --out)")
     parser.add_argument("--hold-out", nargs="*", default=[], help="sheet-name suffixes left out of the fit and scored")
     parser.add_argument("--packaged", nargs="*", default=[],
                         help="sheet-name suffixes left out of the fit and scored with the packaged verifiers")
@@ -109,14 +112,15 @@ def main() -> None:
     answer = make("answer")
     assert isinstance(answer, AnswerJudge)
     left_out = args.hold_out + args.packaged
+    out = args.out or (None if left_out else VERIFIER_DIR)  # a held-out fit never replaces the packaged vetoes unasked
     verifiers, scored = {}, {}
     for task in BOTH:
         paths = sheets(args.sets, task)
         scored[task] = [p for p in paths if held(p, left_out)]
         verifiers[task] = fit(task, [p for p in paths if not held(p, left_out)], make(VERIFIED_RULES[task]), answer)
-        path = verifiers[task].save(args.out / f"{task}.safetensors")
-        print(f"{path}: {verifiers[task].digest}, {verifiers[task].meta['items']} positive decisions "
-              f"({verifiers[task].meta['right']} right)")
+        where = verifiers[task].save(out / f"{task}.safetensors") if out else "not written"
+        print(f"{task}: {verifiers[task].digest}, {verifiers[task].meta['items']} positive decisions "
+              f"({verifiers[task].meta['right']} right); {where}")
     if left_out:
         text = report(args, make, answer, verifiers, scored)
         print(text)
