@@ -23,24 +23,29 @@ from label_quality import labelled  # the sibling script (benchmarks/ is on the 
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_check import read_pairs
 from elical.annotate.judge_factory import judge_maker
+from elical.annotate.judges import Judge
 from elical.audit.score import Labelled, quality_cell, quality_table
 from elical.records import iter_json_objects
+
+
+def pooled_items(paths: list[Path], judge: Judge, draws: int) -> list[Labelled]:
+    """The sheets' items decided by ``judge``, weights divided by the pool's number of draws, strata kept apart
+    per sheet."""
+    items: list[Labelled] = []
+    for path in paths:
+        rows = [row for _, row in iter_json_objects(path)]
+        decisions = judge.judge_batch([pair.query for pair in read_pairs(path)])
+        items += [replace(item, weight=item.weight / draws, stratum=f"{path.stem}/{item.stratum}")
+                  for item in labelled(rows, decisions)]
+    return items
 
 
 def pooled(paths: list[Path], kind: str | None = None) -> tuple[str, list[Labelled]]:
     """The judge's name and the pooled items of the sheets (one task), each draw's weights averaged in; ``kind``
     names the judge (None: the task's rules, match or answer, which every older commit has)."""
-    make = judge_maker(AnnotateConfig())
-    items: list[Labelled] = []
-    name = ""
-    for path in paths:
-        rows = [row for _, row in iter_json_objects(path)]
-        judge = make(kind or ("match" if rows[0]["task"] == "correctness" else "answer"))
-        name = judge.name
-        decisions = judge.judge_batch([pair.query for pair in read_pairs(path)])
-        items += [replace(item, weight=item.weight / len(paths), stratum=f"{path.stem}/{item.stratum}")
-                  for item in labelled(rows, decisions)]
-    return name, items
+    task = next(row for _, row in iter_json_objects(paths[0]))["task"]
+    judge = judge_maker(AnnotateConfig())(kind or ("match" if task == "correctness" else "answer"))
+    return judge.name, pooled_items(paths, judge, len(paths))
 
 
 def main() -> None:

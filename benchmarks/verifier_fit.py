@@ -14,7 +14,7 @@ whatever their stratum.
 With --hold-out, the sheets whose name ends in one of the given suffixes ("paper_correctness_test11") are left
 out of the fit and scored with the verifiers fitted here; with --packaged, sheets are left out too and scored with
 the packaged verifiers (draws labelled after those were fitted). Both are pooled as benchmarks/label_quality_pooled.py
-pools draws (each draw's weights divided by the number of draws, strata kept apart per draw): the rules alone
+pools draws (its `pooled_items`: each draw's weights divided by the number of draws, strata kept apart per draw): the rules alone
 against the rules with an out-of-sample veto.
 """
 
@@ -24,10 +24,10 @@ import argparse
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
-from label_quality import labelled  # the sibling script (benchmarks/ is on the path when a script there runs)
+# the sibling script (benchmarks/ is on the path when a script there runs)
+from label_quality_pooled import pooled_items
 
 from elical.annotate.config import AnnotateConfig
 from elical.annotate.judge_check import read_pairs
@@ -35,10 +35,9 @@ from elical.annotate.judge_factory import judge_maker
 from elical.annotate.judge_models import AnswerJudge, VerifiedJudge
 from elical.annotate.judge_registry import BOTH, VERIFIED_RULES, Task
 from elical.annotate.judges import Judge
-from elical.annotate.verifier import VERIFIER_DIR, Verifier, packaged_verifier
+from elical.annotate.verifier import VERIFIER_DIR, Verifier, packaged_verifier, verifier_path
 from elical.audit.fit import fit_task
-from elical.audit.score import Labelled, quality_cell, quality_table
-from elical.records import iter_json_objects
+from elical.audit.score import quality_cell, quality_table
 
 
 def sheets(folder: Path, task: Task) -> list[Path]:
@@ -54,17 +53,6 @@ def fit(task: Task, paths: list[Path], rules: Judge, answer: AnswerJudge) -> Ver
     """The task's verifier fitted on the rules' positive decisions of the sheets."""
     pairs = [pair for path in paths for pair in read_pairs(path)]
     return fit_task(task, pairs, rules, answer, ",".join(p.stem for p in paths))
-
-
-def pooled_items(paths: list[Path], judge: Judge, draws: int) -> list[Labelled]:
-    """The sheets' items decided by ``judge``, weights divided by the pool's number of draws (label_quality_pooled.py)."""
-    items: list[Labelled] = []
-    for path in paths:
-        rows = [row for _, row in iter_json_objects(path)]
-        decisions = judge.judge_batch([pair.query for pair in read_pairs(path)])
-        items += [replace(item, weight=item.weight / draws, stratum=f"{path.stem}/{item.stratum}")
-                  for item in labelled(rows, decisions)]
-    return items
 
 
 def report(args: argparse.Namespace, make: Callable[[str], Judge], answer: AnswerJudge, fitted: dict[Task, Verifier],
@@ -118,7 +106,7 @@ def main() -> None:
         paths = sheets(args.sets, task)
         scored[task] = [p for p in paths if held(p, left_out)]
         verifiers[task] = fit(task, [p for p in paths if not held(p, left_out)], make(VERIFIED_RULES[task]), answer)
-        where = verifiers[task].save(out / f"{task}.safetensors") if out else "not written"
+        where = verifiers[task].save(verifier_path(task, out)) if out else "not written"
         print(f"{task}: {verifiers[task].digest}, {verifiers[task].meta['items']} positive decisions "
               f"({verifiers[task].meta['right']} right); {where}")
     if left_out:

@@ -73,26 +73,28 @@ def own_stream(model: Any) -> AbstractContextManager[Any]:
     return torch.cuda.stream(_STREAMS[device])
 
 
-def cosine_pairs(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int = 64) -> list[float]:
-    """Cosine similarity of the sentence embeddings of each pair of texts (each text encoded once)."""
-    texts = sorted({t for pair in pairs for t in pair})
-    if not texts:
-        return []
+def encode_columns(model: Any, rows: Sequence[tuple[str, ...]], batch_size: int = 64) -> list[Any]:
+    """Unit-norm sentence embeddings of tuples of texts: one matrix per position of the (non-empty) rows'
+    tuples, each distinct text encoded once."""
+    texts = sorted({t for row in rows for t in row})
     with own_stream(model):
         vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
     index = {t: i for i, t in enumerate(texts)}
-    return [float(vectors[index[a]] @ vectors[index[b]]) for a, b in pairs]
+    return [vectors[[index[row[j]] for row in rows]] for j in range(len(rows[0]))]
+
+
+def cosine_pairs(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int = 64) -> list[float]:
+    """Cosine similarity of the sentence embeddings of each pair of texts (each text encoded once)."""
+    if not pairs:
+        return []
+    left, right = encode_columns(model, pairs, batch_size)
+    return [float(a @ b) for a, b in zip(left, right)]
 
 
 def embed_triples(model: Any, triples: Sequence[tuple[str, str, str]], batch_size: int = 64) -> Any:
     """The verifier's :func:`~elical.annotate.verifier.features` of (question, reply, reference) texts, each
     distinct text encoded once."""
-    texts = sorted({t for triple in triples for t in triple})
-    with own_stream(model):
-        vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
-    index = {t: i for i, t in enumerate(texts)}
-    question, reply, reference = (vectors[[index[triple[j]] for triple in triples]] for j in range(3))
-    return features(question, reply, reference)
+    return features(*encode_columns(model, triples, batch_size))
 
 
 class EmbeddingJudge(Judge):

@@ -109,9 +109,14 @@ class Verifier:
         return cls(task, weight, bias, float(meta.pop("threshold", THRESHOLD)), meta)
 
 
+def verifier_path(task: Task, folder: str | Path | None = None) -> Path:
+    """Where a task's verifier lies in a folder of verifiers (None: the packaged folder)."""
+    return Path(folder or VERIFIER_DIR) / f"{task}.safetensors"
+
+
 def packaged_verifier(task: Task, folder: str | Path | None = None) -> Verifier:
-    """The verifier of a task from ``folder`` (``{task}.safetensors``; None: the packaged one)."""
-    path = Path(folder or VERIFIER_DIR) / f"{task}.safetensors"
+    """The verifier of a task from ``folder`` (:func:`verifier_path`; None: the packaged one)."""
+    path = verifier_path(task, folder)
     verifier = Verifier.load(path)
     if verifier.task != task:
         raise ValueError(f"{path} holds a {verifier.task} verifier")

@@ -48,10 +48,10 @@ def fit_task(task: Task, pairs: Sequence[Pair], rules: Judge, answer: AnswerJudg
     """The task's veto fitted on the rules' positive decisions among ``pairs`` (of that task) and their labels."""
     decided = rules.judge_batch([pair.query for pair in pairs])
     kept = [pair for pair, positive in zip(pairs, decided) if positive and not pair.query.choices]
-    triples = [(p.query.question, p.query.answer, reference_text(task, p.query.references)) for p in kept]
-    meta = {"embedding_model": answer.label, "rules": rules.name, "sets": sets, "fitted": time.strftime("%Y-%m-%d")}
     if not kept:
         raise InputError(f"{task}: the rules decide none of the labelled items positive; nothing to fit")
+    triples = [(p.query.question, p.query.answer, reference_text(task, p.query.references)) for p in kept]
+    meta = {"embedding_model": answer.label, "rules": rules.name, "sets": sets, "fitted": time.strftime("%Y-%m-%d")}
     try:
         return fit_verifier(task, embed_triples(answer.model, triples), [p.label for p in kept], meta)
     except ValueError as err:

@@ -274,21 +274,21 @@ def judge_fit(
     use them with annotate.judges.verifiers: OUT."""
     from rich.console import Console
 
-    from elical.annotate.verifier import VERIFIER_DIR
+    from elical.annotate.judge_registry import BOTH
+    from elical.annotate.verifier import VERIFIER_DIR, verifier_path
     from elical.audit.fit import fit_verifiers
     from elical.core.inputs import InputError
 
     console = Console()
     with _user_errors(console):
-        taken = [out / f"{task}.safetensors" for task in ("correctness", "consistency")]
-        if not overwrite and any(path.exists() for path in taken):
+        if not overwrite and any(verifier_path(task, out).exists() for task in BOTH):
             raise InputError(f"{out}: already holds vetoes; pass --overwrite to replace them")
         fitted = fit_verifiers(source)
         for task, verifier in fitted.items():
-            path = verifier.save(out / f"{task}.safetensors")
+            path = verifier.save(verifier_path(task, out))
             typer.echo(f"{path}: {task} veto {verifier.digest}, fitted on {verifier.meta['items']} positive decisions "
                        f"of {verifier.meta['rules']} ({verifier.meta['right']} labelled right)")
-        missing = [task for task in ("correctness", "consistency") if task not in fitted]
+        missing = [task for task in BOTH if task not in fitted]
         if missing:
             typer.echo(f"No labels of {' or '.join(missing)}: the verified judge needs both files, so copy the packaged "
                        f"one(s) from {VERIFIER_DIR} or label that task too.")
