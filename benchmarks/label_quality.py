@@ -22,7 +22,8 @@ drawn by match@13 / answer@12 and scored once after they were final (its false p
 answer@13); paper_*_test11 the eleventh, drawn by match@14 / answer@13 and scored once after they were final;
 paper_*_test12 to _test14 the twelfth to fourteenth, drawn by match@15 / answer@14, match@16 / answer@15 and
 match@17 / answer@16 (all written on the draws up to the tenth) and each scored once; paper_*_test15 the
-fifteenth, drawn by verified@1 (those rules with vetoes fitted on every earlier set) and scored once.
+fifteenth, drawn by verified@1 (those rules with vetoes fitted on every earlier set) and scored once; paper_*_test16 the
+sixteenth, the same with every positive decision drawn.
 
     python benchmarks/label_quality.py [--sets tests/data/labels] [--out benchmarks/results/label_quality_cpu.md]
 """
@@ -40,7 +41,7 @@ from elical.audit.score import Labelled, quality_cell, quality_table, render_qua
 from elical.records import iter_json_objects
 
 # the packaged vetoes of the verified judge were fitted on the sets labelled before them: its figures there are in-sample
-VERIFIED_NOTE = ("The verified judge's packaged vetoes were fitted on every set here but paper_*_test15 (benchmarks/verifier_fit.py): "
+VERIFIED_NOTE = ("The verified judge's packaged vetoes were fitted on every set here but paper_*_test15 and _test16 (benchmarks/verifier_fit.py): "
                  "its figures on the other sets are in-sample; out of sample: benchmarks/results/verifier_heldout_cpu.md.")
 JUDGES = {"correctness": ("verified", "mention", "match", "exact", "paper"),
           "consistency": ("verified", "answer", "match", "mention")}

@@ -32,7 +32,8 @@ Sixth round: `--per-negative` and `--negatives-total` draw more items from the s
 largest most, as they hold most of the population (a 2WikiMultihopQA judged-wrong item of the fourth draw weighed
 half a point of the error); the seventh round the same with --seed 47, the eighth with --seed 53, the ninth with --seed 59, the tenth
 with --seed 61, the eleventh with --seed 67, the twelfth with --seed 71,
-the thirteenth with --seed 73, the fourteenth with --seed 79:
+the thirteenth with --seed 73, the fourteenth with --seed 79 (the fifteenth with --seed 83; the sixteenth with --seed 89
+and --per-stratum 70 / 100, which drew every positive decision):
 
     python benchmarks/labels_fresh_draw.py RELABELLED cons.jsonl --seed 43 --per-stratum 40 --per-negative 50 \
         --negatives-total 600 --tasks consistency --sizes-from-sheets tests/data/labels/paper_consistency_test.jsonl

@@ -8,8 +8,11 @@ whatever their stratum.
 
     python benchmarks/verifier_fit.py                      # refit the packaged verifiers on every sheet (then bump
                                                            # `verified`'s version: tests/annotate/test_verifier.py)
-    python benchmarks/verifier_fit.py --hold-out test11 test12 test13 test14 --packaged test15 \\
+    python benchmarks/verifier_fit.py --hold-out test11 test12 test13 test14 --packaged test15 test16 \\
         --report benchmarks/results/verifier_heldout_cpu.md  # fit on the rest; score rules vs verified on those
+
+The packaged `verified@1` vetoes are the fit on every sheet but the fifteenth and sixteenth draws (labelled after them):
+`--hold-out test15 test16 --out src/elical/annotate/verifiers` writes them again, the same digests.
 
 With --hold-out, the sheets whose name ends in one of the given suffixes ("paper_correctness_test11") are left
 out of the fit and scored with the verifiers fitted here; with --packaged, sheets are left out too and scored with
