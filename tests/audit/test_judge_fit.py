@@ -63,4 +63,9 @@ def test_labels_that_cannot_fit_a_veto_are_one_clear_error(labelled_rows, tmp_pa
     assert result.exit_code == 2 and "correctness: fitting a verifier needs both labels" in result.output
     result = CliRunner().invoke(app, ["judge-fit", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "no such labelled sheet or audit folder" in result.output
+    unlabelled_audit = tmp_path / "audit"  # a label-audit folder whose sheet nobody has labelled yet
+    write_jsonl(unlabelled_audit / "sheet.jsonl", [{**row, "label": None, "category": None} for row in labelled_rows[:5]])
+    result = CliRunner().invoke(app, ["judge-fit", str(unlabelled_audit), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and f"{unlabelled_audit}: an audit folder without labels.jsonl" in result.output
+    assert "--labels" not in result.output
     assert not (tmp_path / "o").exists()

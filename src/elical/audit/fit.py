@@ -32,6 +32,9 @@ def labelled_pairs(source: str | Path) -> list[Pair]:
     rows are left out)."""
     source = Path(source)
     if source.is_dir():
+        if not (source / LABELS).is_file():  # the page saves labels there ("Download labels")
+            raise InputError(f"{source}: an audit folder without {LABELS}; label its sheet on the labelling page and "
+                             f"save the labels there, or pass a sheet with label filled in")
         rows = read_sheet(source / SHEET)
         labels = read_labels(source / LABELS, {row["item"]: row for row in rows})
         return [pair_of({**row, "label": labels[row["item"]].label}, f"{source / SHEET}:{number}")
