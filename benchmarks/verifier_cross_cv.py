@@ -36,18 +36,21 @@ THRESHOLDS = (0.5, 0.6, 0.7)
 def positives(sets: Path) -> tuple[list[dict], dict[str, float]]:
     """The rules' positive decisions on open questions of every sheet (draw, texts, label, weight), and each (task,
     draw)'s total weight (the population the error is a share of)."""
+    # the sibling script (benchmarks/ is on the path when a script there runs)
+    from verifier_fit import sheets
+
     from elical.annotate.config import AnnotateConfig
     from elical.annotate.judge_check import read_pairs
     from elical.annotate.judge_factory import judge_maker
     from elical.annotate.judge_registry import BOTH, VERIFIED_RULES
-    from elical.annotate.verifier import reference_text
+    from elical.annotate.verifier import veto_texts
     from elical.records import iter_json_objects
 
     make = judge_maker(AnnotateConfig())
     items, totals = [], {}
     for task in BOTH:
         rules = make(VERIFIED_RULES[task])
-        for path in sorted(sets.glob(f"*_{task}_*.jsonl")):
+        for path in sheets(sets, task):
             draw = path.stem.rsplit("_", 1)[-1]
             if draw in LEFT_OUT:
                 continue
@@ -55,9 +58,9 @@ def positives(sets: Path) -> tuple[list[dict], dict[str, float]]:
             totals[f"{task}/{draw}"] = sum(row.get("weight", 1.0) for row in rows)
             for row, pair, decided in zip(rows, pairs, rules.judge_batch([p.query for p in pairs])):
                 if decided and not pair.query.choices:
-                    items.append({"task": task, "draw": draw, "question": pair.query.question, "reply": pair.query.answer,
-                                  "reference": reference_text(task, pair.query.references), "label": int(pair.label),
-                                  "weight": row.get("weight", 1.0)})
+                    question, reply, reference = veto_texts(pair.query)
+                    items.append({"task": task, "draw": draw, "question": question, "reply": reply, "reference": reference,
+                                  "label": int(pair.label), "weight": row.get("weight", 1.0)})
     return items, totals
 
 
@@ -177,14 +180,14 @@ def pooled(probs: dict[str, np.ndarray], items: list[dict], totals: dict[str, fl
 
 
 def score(folder: Path, files: list[Path], report: Path | None) -> None:
-    """The logistic veto (fitted the same way, leave one draw out), each cross-encoder, and their average."""
-    from sklearn.linear_model import LogisticRegression
+    """The logistic veto (:func:`elical.annotate.verifier.fit_verifier`, leave one draw out), each cross-encoder, and
+    their average."""
     from sklearn.metrics import roc_auc_score
 
     from elical.annotate.config import AnnotateConfig
     from elical.annotate.judge_factory import judge_maker
     from elical.annotate.judge_models import embed_triples
-    from elical.annotate.verifier import REGULARIZATION
+    from elical.annotate.verifier import fit_verifier
 
     data = json.loads((folder / "pos.json").read_text())
     items, totals = data["items"], data["totals"]
@@ -205,9 +208,8 @@ def score(folder: Path, files: list[Path], report: Path | None) -> None:
         x = embed_triples(model, [(o["question"], o["reply"], o["reference"]) for o in of_task])
         draws, labels = np.array([o["draw"] for o in of_task]), np.array([o["label"] for o in of_task])
         logistic = {}
-        for draw in HELD:
-            fit = LogisticRegression(C=REGULARIZATION, class_weight="balanced", max_iter=5000)
-            logistic[draw] = fit.fit(x[draws != draw], labels[draws != draw]).predict_proba(x[draws == draw])[:, 1]
+        for draw in HELD:  # fitted as the packaged vetoes are
+            logistic[draw] = fit_verifier(task, x[draws != draw], labels[draws != draw]).probabilities(x[draws == draw])
         vetoes = {"logistic (verified@1's)": logistic}
         for key, by_draw in crossed.items():
             if key.startswith(f"{task}:") and set(by_draw) == set(HELD):

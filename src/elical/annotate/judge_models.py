@@ -13,7 +13,7 @@ from elical.annotate.consistency import ANSWER_THRESHOLD, Comparison
 from elical.annotate.judge_registry import BOTH, Task
 from elical.annotate.judges import Judge, JudgeQuery, compare_query, judge_version
 from elical.annotate.prompts import PromptConfig, chat
-from elical.annotate.verifier import Verifier, features, reference_text
+from elical.annotate.verifier import Verifier, features, veto_texts
 
 
 def packaged_minilm() -> str:
@@ -237,7 +237,7 @@ class VerifiedJudge(Judge):
                 decided[i] = value
             asked = [i for i in at if decided[i] and not queries[i].choices]
             if asked:
-                triples = [(queries[i].question, queries[i].answer, reference_text(task, queries[i].references)) for i in asked]
+                triples = [veto_texts(queries[i]) for i in asked]
                 verifier = self.verifiers[task]
                 kept = verifier.probabilities(embed_triples(self.model, triples, self.batch_size)) >= verifier.threshold
                 for i, keep in zip(asked, kept):

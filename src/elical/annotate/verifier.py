@@ -22,10 +22,14 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from elical.annotate.judge_registry import Task
+
+if TYPE_CHECKING:
+    from elical.annotate.judges import JudgeQuery
 
 VERIFIER_DIR = Path(__file__).parent / "verifiers"
 # veto below this probability of "right" (class-balanced fit: the even-odds cut), and scikit-learn's C (inverse L2
@@ -39,6 +43,11 @@ MAX_REFERENCES = 5  # gold aliases joined into the reference text (their order i
 def reference_text(task: Task, references: Sequence[str]) -> str:
     """The text the reply is compared with: the first gold aliases joined (correctness), the other reply."""
     return " / ".join(references[:MAX_REFERENCES]) if task == "correctness" else (references[0] if references else "")
+
+
+def veto_texts(query: JudgeQuery) -> tuple[str, str, str]:
+    """What a veto reads of a query: (question, reply, reference), embedded for :func:`features`."""
+    return query.question, query.answer, reference_text(query.task, query.references)
 
 
 def features(question: np.ndarray, reply: np.ndarray, reference: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from elical.annotate.judge_factory import judge_maker
 from elical.annotate.judge_models import AnswerJudge, embed_triples
 from elical.annotate.judge_registry import BOTH, VERIFIED_RULES, Task
 from elical.annotate.judges import Judge
-from elical.annotate.verifier import Verifier, fit_verifier, reference_text
+from elical.annotate.verifier import Verifier, fit_verifier, veto_texts
 from elical.audit.commands import read_labels, read_sheet
 from elical.audit.sample import SHEET
 from elical.core.inputs import InputError
@@ -53,7 +53,7 @@ def fit_task(task: Task, pairs: Sequence[Pair], rules: Judge, answer: AnswerJudg
     kept = [pair for pair, positive in zip(pairs, decided) if positive and not pair.query.choices]
     if not kept:
         raise InputError(f"{task}: the rules decide none of the labelled items positive; nothing to fit")
-    triples = [(p.query.question, p.query.answer, reference_text(task, p.query.references)) for p in kept]
+    triples = [veto_texts(p.query) for p in kept]
     meta = {"embedding_model": answer.label, "rules": rules.name, "sets": sets, "fitted": time.strftime("%Y-%m-%d")}
     try:
         return fit_verifier(task, embed_triples(answer.model, triples), [p.label for p in kept], meta)
